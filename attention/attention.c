@@ -1,0 +1,139 @@
+/*
+ * sa_attention: validate, make sure every worker has scratch, then hand the
+ * tiles to the pool. Tiles are (batch, query head, query block), or for
+ * decode with GQA (batch, KV head, group of query heads) so that a KV head's
+ * keys are streamed once for all the query heads that share it.
+ *
+ * Task t is numbered so that the costliest tiles come first (under a causal
+ * mask the last query blocks see the most keys); workers take tasks in that
+ * order, which balances load without knowing the thread count. A tile's
+ * result does not depend on which worker computes it, so the output is
+ * bit-identical for any number of threads.
+ */
+#include <stdlib.h>
+
+#include "errors.h"
+#include "internal.h"
+
+typedef struct job {
+  const sa_kernel_set *ks;
+  const sa_plan *p;
+  sa_scratch *scratch;
+  const float *q, *k, *v;
+  float *o;
+  size_t nqb;     /* query blocks (or head groups) per (batch, head) */
+  size_t nheads;  /* heads the tiles are enumerated over */
+  int stacked;    /* decode: rows are query heads of one KV group */
+} job;
+
+static void run_tile(void *arg, size_t task, int worker) {
+  const job *j = arg;
+  const sa_plan *p = j->p;
+  size_t bh = task % (p->batch * j->nheads);
+  size_t blk = j->nqb - 1 - task / (p->batch * j->nheads);
+  size_t b = bh / j->nheads, h = bh % j->nheads;
+  sa_tile_io t;
+  size_t hq, hkv;
+  if (j->stacked) {
+    hkv = h;
+    hq = h * p->group + blk * p->block_q;
+    size_t left = (h + 1) * p->group - hq;
+    t.m = left < p->block_q ? left : p->block_q;
+    t.pos = 0;
+    t.step = 0;
+    t.ldq = p->q.head;
+    t.ldo = p->o.head;
+  } else {
+    hq = h;
+    hkv = h / p->group;
+    t.pos = blk * p->block_q;
+    t.m = p->len_q - t.pos < p->block_q ? p->len_q - t.pos : p->block_q;
+    t.step = 1;
+    t.ldq = p->q.seq;
+    t.ldo = p->o.seq;
+  }
+  t.q = j->q + b * p->q.batch + hq * p->q.head + t.pos * p->q.seq;
+  t.o = j->o + b * p->o.batch + hq * p->o.head + t.pos * p->o.seq;
+  t.k = j->k + b * p->k.batch + hkv * p->k.head;
+  t.v = j->v + b * p->v.batch + hkv * p->v.head;
+  if (p->algorithm == SA_ALGO_THREE_PASS)
+    sa_tile_three_pass(j->ks, p, &t, &j->scratch[worker]);
+  else
+    sa_tile_fused(j->ks, p, &t, &j->scratch[worker]);
+}
+
+static sa_status ensure_scratch(sa_context *ctx, const sa_plan *p) {
+  for (int w = 0; w < ctx->nthreads; w++) {
+    sa_scratch *s = &ctx->scratch[w];
+    if (s->floats < p->scratch_floats) {
+      /* 64-byte rows keep the score tile's rows on cache-line boundaries */
+      size_t bytes = (p->scratch_floats * sizeof(float) + 63) & ~(size_t)63;
+      float *buf = aligned_alloc(64, bytes);
+      if (!buf)
+        return sa_fail(SA_ERR_NO_MEMORY, "scratch of %zu bytes", bytes);
+      free(s->buf);
+      s->buf = buf;
+      s->floats = p->scratch_floats;
+    }
+    if (s->lens < p->scratch_lens) {
+      size_t *len = malloc(p->scratch_lens * sizeof(size_t));
+      if (!len)
+        return sa_fail(SA_ERR_NO_MEMORY, "scratch lengths");
+      free(s->len);
+      s->len = len;
+      s->lens = p->scratch_lens;
+    }
+  }
+  return SA_OK;
+}
+
+sa_status sa_attention_workspace(const sa_context *ctx,
+                                 const sa_attention_desc *desc,
+                                 size_t *floats_per_worker) {
+  if (!desc || !floats_per_worker)
+    return sa_fail(SA_ERR_NULL_POINTER, "sa_attention_workspace: NULL");
+  sa_plan p;
+  sa_status st = sa_plan_make(desc, ctx ? ctx->block_q : SA_DEFAULT_BLOCK_Q,
+                              ctx ? ctx->block_kv : SA_DEFAULT_BLOCK_KV, &p);
+  if (st == SA_OK)
+    *floats_per_worker = p.scratch_floats;
+  return st;
+}
+
+sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
+                       const float *q, const float *k, const float *v,
+                       float *o) {
+  if (!desc || !q || !k || !v || !o)
+    return sa_fail(SA_ERR_NULL_POINTER,
+                   "sa_attention: desc, q, k, v and o must not be NULL");
+  sa_context *own = NULL;
+  sa_status st;
+  if (!ctx) {
+    sa_context_options one = {.num_threads = 1};
+    if ((st = sa_context_create(&one, &own)))
+      return st;
+    ctx = own;
+  }
+  sa_plan p;
+  if ((st = sa_plan_make(desc, ctx->block_q, ctx->block_kv, &p)) ||
+      (st = ensure_scratch(ctx, &p))) {
+    sa_context_destroy(own);
+    return st;
+  }
+
+  job j = {ctx->ks, &p, ctx->scratch, q, k, v, o, 0, 0, 0};
+  j.stacked = p.len_q == 1 && p.group > 1;
+  if (j.stacked) {
+    j.nheads = p.heads_kv;
+    j.nqb = (p.group + p.block_q - 1) / p.block_q;
+  } else {
+    j.nheads = p.heads_q;
+    j.nqb = (p.len_q + p.block_q - 1) / p.block_q;
+  }
+  /* cannot overflow: each factor is at most the extent of O's rows */
+  size_t ntasks = p.batch * j.nheads * j.nqb;
+  sa_pool_run(ctx->pool, ntasks, run_tile, &j);
+  sa_context_destroy(own);
+  sa_clear_error();
+  return SA_OK;
+}

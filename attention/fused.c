@@ -1,0 +1,58 @@
+/*
+ * Fused tile (FlashAttention-style): K and V stream through in blocks of
+ * block_kv keys; each block's scores go through the online softmax, whose
+ * alpha rescales the running output before the block's weighted sum is
+ * added. The output rows themselves are the accumulator, and are divided by
+ * the running sum l at the end.
+ *
+ * Key blocks past the last key any row of the tile can see are never
+ * touched: under a causal mask that skips about half the work.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
+                   const sa_tile_io *t, sa_scratch *ws) {
+  const size_t m = t->m, bkv = p->block_kv, dv = p->dim_v;
+  size_t *len = ws->len, *lenb = ws->len + p->block_q, nv = 0;
+  for (size_t r = 0; r < m; r++) {
+    len[r] = sa_visible_keys(p, t->pos + r * t->step);
+    nv = len[r] > nv ? len[r] : nv;
+  }
+  float *s = ws->buf;
+  float *mx = s + p->block_q * p->lds, *l = mx + p->block_q,
+        *alpha = l + p->block_q;
+  for (size_t r = 0; r < m; r++) {
+    mx[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+
+  for (size_t j0 = 0; j0 < nv; j0 += bkv) {
+    size_t nb = nv - j0 < bkv ? nv - j0 : bkv;
+    int partial = 0;
+    for (size_t r = 0; r < m; r++) {
+      size_t left = len[r] > j0 ? len[r] - j0 : 0;
+      lenb[r] = left < nb ? left : nb;
+      partial |= lenb[r] != nb;
+    }
+    ks->score(m, nb, p->dim_qk, t->q, t->ldq, t->k + j0 * p->k.seq, p->k.seq,
+              p->scale, s, p->lds);
+    ks->softmax_online(m, nb, s, p->lds, partial ? lenb : NULL, mx, l, alpha);
+    ks->wsum(m, nb, dv, s, p->lds, t->v + j0 * p->v.seq, p->v.seq,
+             j0 == 0 ? NULL : alpha, t->o, t->ldo);
+  }
+
+  /* l == 0 only for a row that saw no key: it gets zeros, not 0/0. */
+  for (size_t r = 0; r < m; r++) {
+    float *o = t->o + r * t->ldo;
+    if (nv == 0 || l[r] == 0.0f) {
+      memset(o, 0, dv * sizeof(float));
+      continue;
+    }
+    float inv = 1.0f / l[r];
+    for (size_t c = 0; c < dv; c++)
+      o[c] *= inv;
+  }
+}

@@ -1,0 +1,83 @@
+/* Internal: the resolved form of a descriptor, and the context's insides. */
+#ifndef SA_ATTENTION_INTERNAL_H
+#define SA_ATTENTION_INTERNAL_H
+
+#include "pool.h"
+#include "simdattn.h"
+
+#define SA_DEFAULT_BLOCK_Q 64
+#define SA_DEFAULT_BLOCK_KV 256
+
+/* Per-worker scratch, grown on demand and kept across calls. */
+typedef struct sa_scratch {
+  float *buf;      /* scores tile, then mx, l, alpha */
+  size_t *len;     /* valid keys per row of the tile, then per block */
+  size_t floats;   /* capacity of buf */
+  size_t lens;     /* capacity of len */
+} sa_scratch;
+
+struct sa_context {
+  const sa_kernel_set *ks;
+  sa_pool *pool;
+  size_t block_q, block_kv;
+  sa_scratch *scratch; /* one per worker */
+  int nthreads;
+};
+
+/* Everything a tile needs, checked and with defaults filled in. */
+typedef struct sa_plan {
+  size_t batch, heads_q, heads_kv, group, len_q, len_kv, dim_qk, dim_v;
+  float scale;
+  sa_mask mask;
+  sa_algorithm algorithm;
+  sa_strides q, k, v, o;
+  size_t block_q, block_kv;
+  size_t lds;            /* row stride of the scores tile, in floats */
+  size_t scratch_floats; /* per worker */
+  size_t scratch_lens;   /* per worker */
+} sa_plan;
+
+/* Validates desc (no pointer checks) into plan; SA_OK or the reason. */
+sa_status sa_plan_make(const sa_attention_desc *desc, size_t block_q,
+                       size_t block_kv, sa_plan *plan);
+
+/* Number of keys query position i may see, 0..len_kv. */
+static inline size_t sa_visible_keys(const sa_plan *p, size_t i) {
+  switch (p->mask) {
+  case SA_MASK_CAUSAL_TOP_LEFT:
+    return i + 1 < p->len_kv ? i + 1 : p->len_kv;
+  case SA_MASK_CAUSAL_BOTTOM_RIGHT: {
+    /* j <= i + len_kv - len_q, computed without going negative */
+    size_t lim = i + 1 + p->len_kv;
+    if (lim <= p->len_q)
+      return 0;
+    lim -= p->len_q;
+    return lim < p->len_kv ? lim : p->len_kv;
+  }
+  default:
+    return p->len_kv;
+  }
+}
+
+/* One tile: rows of query heads [h0, h0+nh) at positions [i0, i0+m).
+ * Either nh == 1 (a block of positions) or m == 1 (decode: the query heads
+ * of one KV group stacked as rows, strided by the head stride). */
+typedef struct sa_tile {
+  size_t b, h0, nh, i0, m;
+} sa_tile;
+
+typedef struct sa_tile_io {
+  const float *q, *k, *v;
+  float *o;
+  size_t ldq, ldo; /* row strides of this tile's Q and O rows */
+  size_t m;        /* rows */
+  size_t pos;      /* query position of row 0; rows advance it by `step` */
+  size_t step;     /* 1 for a block of positions, 0 for stacked heads */
+} sa_tile_io;
+
+void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
+                        const sa_tile_io *t, sa_scratch *ws);
+void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
+                   const sa_tile_io *t, sa_scratch *ws);
+
+#endif

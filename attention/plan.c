@@ -1,0 +1,148 @@
+/*
+ * Descriptor validation: every check happens here, before any scratch is
+ * allocated or any output byte written, so a bad call leaves O untouched.
+ * Every size and offset product is checked for size_t overflow, because a
+ * wrapped product would pass a bounds check and then walk off the buffer.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "errors.h"
+#include "internal.h"
+
+static int mul_ov(size_t a, size_t b, size_t *r) {
+  return __builtin_mul_overflow(a, b, r);
+}
+static int add_ov(size_t a, size_t b, size_t *r) {
+  return __builtin_add_overflow(a, b, r);
+}
+
+/* All zero means packed [B,H,L,D]; fills it in. */
+static sa_status resolve(const char *name, sa_strides *st, size_t heads,
+                         size_t len, size_t dim) {
+  if (st->batch == 0 && st->head == 0 && st->seq == 0) {
+    st->seq = dim;
+    if (mul_ov(len, dim, &st->head) || mul_ov(heads, st->head, &st->batch))
+      return sa_fail(SA_ERR_OVERFLOW, "%s: packed size overflows size_t", name);
+  }
+  return SA_OK;
+}
+
+/* Highest element offset + 1 that the tensor spans; must fit in ptrdiff_t
+ * bytes so that pointer arithmetic on it is defined. */
+static sa_status extent(const char *name, const sa_strides *st, size_t batch,
+                        size_t heads, size_t len, size_t dim) {
+  size_t a, b, c, end;
+  if (mul_ov(batch - 1, st->batch, &a) || mul_ov(heads - 1, st->head, &b) ||
+      mul_ov(len - 1, st->seq, &c) || add_ov(a, b, &end) ||
+      add_ov(end, c, &end) || add_ov(end, dim, &end) ||
+      end > (size_t)PTRDIFF_MAX / sizeof(float))
+    return sa_fail(SA_ERR_OVERFLOW, "%s: strides span more than the address "
+                                    "space", name);
+  return SA_OK;
+}
+
+/* Sufficient condition for no two output elements to share an address: with
+ * the dimensions of extent > 1 sorted by stride, each stride clears the whole
+ * span of the ones inside it, the innermost clearing the contiguous row. */
+static sa_status no_alias(const sa_strides *st, size_t batch, size_t heads,
+                          size_t len, size_t dim) {
+  size_t ext[3] = {batch, heads, len}, str[3] = {st->batch, st->head, st->seq};
+  size_t n = 0, e[3], s[3];
+  for (int i = 0; i < 3; i++)
+    if (ext[i] > 1) {
+      e[n] = ext[i];
+      s[n] = str[i];
+      n++;
+    }
+  for (size_t i = 1; i < n; i++) /* insertion sort by stride */
+    for (size_t j = i; j > 0 && s[j] < s[j - 1]; j--) {
+      size_t t = s[j];
+      s[j] = s[j - 1];
+      s[j - 1] = t;
+      t = e[j];
+      e[j] = e[j - 1];
+      e[j - 1] = t;
+    }
+  size_t span = dim;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < span)
+      return sa_fail(SA_ERR_BAD_STRIDE,
+                     "o: a stride of %zu lets output elements overlap (needs "
+                     ">= %zu)",
+                     s[i], span);
+    span = s[i] * e[i]; /* cannot overflow: extent() checked it */
+  }
+  return SA_OK;
+}
+
+static size_t round_up16(size_t x) { return (x + 15) & ~(size_t)15; }
+
+sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
+                       size_t block_kv, sa_plan *p) {
+  const size_t dims[] = {d->batch,  d->heads_q, d->heads_kv, d->len_q,
+                         d->len_kv, d->dim_qk,  d->dim_v};
+  const char *names[] = {"batch",  "heads_q", "heads_kv", "len_q",
+                         "len_kv", "dim_qk",  "dim_v"};
+  for (int i = 0; i < 7; i++)
+    if (dims[i] == 0 || dims[i] > SA_MAX_DIM)
+      return sa_fail(SA_ERR_BAD_SHAPE, "%s = %zu is outside [1, 2^31]",
+                     names[i], dims[i]);
+  if (d->heads_q % d->heads_kv != 0)
+    return sa_fail(SA_ERR_BAD_HEADS,
+                   "heads_q = %zu is not a multiple of heads_kv = %zu",
+                   d->heads_q, d->heads_kv);
+  if ((unsigned)d->mask > SA_MASK_CAUSAL_BOTTOM_RIGHT)
+    return sa_fail(SA_ERR_BAD_ARGUMENT, "mask = %d is not an sa_mask",
+                   (int)d->mask);
+  if ((unsigned)d->algorithm > SA_ALGO_FUSED)
+    return sa_fail(SA_ERR_BAD_ARGUMENT,
+                   "algorithm = %d is not an sa_algorithm", (int)d->algorithm);
+  if (!isfinite(d->scale))
+    return sa_fail(SA_ERR_BAD_ARGUMENT, "scale is not finite");
+
+  p->batch = d->batch;
+  p->heads_q = d->heads_q;
+  p->heads_kv = d->heads_kv;
+  p->group = d->heads_q / d->heads_kv;
+  p->len_q = d->len_q;
+  p->len_kv = d->len_kv;
+  p->dim_qk = d->dim_qk;
+  p->dim_v = d->dim_v;
+  p->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)d->dim_qk);
+  p->mask = d->mask;
+  p->algorithm =
+      d->algorithm == SA_ALGO_AUTO ? SA_ALGO_FUSED : d->algorithm;
+  p->q = d->q;
+  p->k = d->k;
+  p->v = d->v;
+  p->o = d->o;
+
+  sa_status st;
+  if ((st = resolve("q", &p->q, p->heads_q, p->len_q, p->dim_qk)) ||
+      (st = resolve("k", &p->k, p->heads_kv, p->len_kv, p->dim_qk)) ||
+      (st = resolve("v", &p->v, p->heads_kv, p->len_kv, p->dim_v)) ||
+      (st = resolve("o", &p->o, p->heads_q, p->len_q, p->dim_v)) ||
+      (st = extent("q", &p->q, p->batch, p->heads_q, p->len_q, p->dim_qk)) ||
+      (st = extent("k", &p->k, p->batch, p->heads_kv, p->len_kv, p->dim_qk)) ||
+      (st = extent("v", &p->v, p->batch, p->heads_kv, p->len_kv, p->dim_v)) ||
+      (st = extent("o", &p->o, p->batch, p->heads_q, p->len_q, p->dim_v)) ||
+      (st = no_alias(&p->o, p->batch, p->heads_q, p->len_q, p->dim_v)))
+    return st;
+
+  p->block_q = block_q < p->len_q ? block_q : p->len_q;
+  if (p->len_q == 1 && p->group > 1) /* decode: a KV group's heads as rows */
+    p->block_q = block_q < p->group ? block_q : p->group;
+  p->block_kv = block_kv < p->len_kv ? block_kv : p->len_kv;
+
+  size_t cols = p->algorithm == SA_ALGO_FUSED ? p->block_kv : p->len_kv;
+  p->lds = round_up16(cols);
+  size_t tile, extra;
+  if (mul_ov(p->block_q, p->lds, &tile) || mul_ov(p->block_q, 3, &extra) ||
+      add_ov(tile, extra, &p->scratch_floats) ||
+      p->scratch_floats > (size_t)PTRDIFF_MAX / sizeof(float))
+    return sa_fail(SA_ERR_OVERFLOW, "workspace of %zu x %zu floats overflows",
+                   p->block_q, p->lds);
+  p->scratch_lens = 2 * p->block_q;
+  return SA_OK;
+}
