@@ -1,0 +1,66 @@
+# simdattn: the README's commands. CMake does the building; this file only
+# makes sure the Debian packages are there and picks build directories.
+#
+#   make test           build (Release) and run the whole CTest suite
+#   make compare        build, benchmark every kernel set here, print + write results
+#   make compare QUICK=1  the same on a tiny suite (under 30 s)
+#   make test-aarch64   cross-build for AArch64 and run the suite under qemu
+#   make test-emulated  the suite on emulated x86 CPUs (AVX2-only, no AVX)
+#   make test-sanitize  the suite under AddressSanitizer+UBSan, then ThreadSanitizer
+
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+CTEST = ctest --output-on-failure -j$(JOBS)
+
+.PHONY: all build test compare test-aarch64 test-emulated test-sanitize clean deps
+
+all: build
+
+deps:
+	@sh scripts/deps.sh base
+
+build: deps
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSA_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build build -j$(JOBS)
+
+test: build
+	cd build && $(CTEST)
+
+compare:
+	@sh scripts/deps.sh base compare
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSA_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build build -j$(JOBS)
+	sh scripts/compare.sh $(if $(QUICK),--quick,)
+
+# Emulated x86 CPUs: the same binaries' suite under qemu-user. SIMDATTN_EXPECT_BEST
+# makes test_dispatch assert what detection must pick on that CPU.
+test-emulated: deps
+	@sh scripts/deps.sh ci
+	cmake -S . -B build-qemu -DCMAKE_BUILD_TYPE=Release -DSA_BUILD_BENCH=OFF \
+	  "-DSA_TEST_LAUNCHER=qemu-x86_64;-cpu;Haswell" $(CMAKE_FLAGS)
+	cmake --build build-qemu -j$(JOBS)
+	cd build-qemu && SIMDATTN_EXPECT_BEST=avx2 $(CTEST)
+	cmake -S . -B build-qemu64 -DCMAKE_BUILD_TYPE=Release -DSA_BUILD_BENCH=OFF \
+	  "-DSA_TEST_LAUNCHER=qemu-x86_64;-cpu;qemu64" $(CMAKE_FLAGS)
+	cmake --build build-qemu64 -j$(JOBS)
+	cd build-qemu64 && SIMDATTN_EXPECT_BEST=scalar $(CTEST)
+
+test-sanitize: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSA_BUILD_BENCH=OFF \
+	  -DSA_SANITIZE=address,undefined $(CMAKE_FLAGS)
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(CTEST)
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSA_BUILD_BENCH=OFF \
+	  -DSA_SANITIZE=thread $(CMAKE_FLAGS)
+	cmake --build build-tsan -j$(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST)
+
+test-aarch64:
+	@sh scripts/deps.sh aarch64
+	cmake -S . -B build-aarch64 -DCMAKE_BUILD_TYPE=Release -DSA_BUILD_BENCH=OFF \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake $(CMAKE_FLAGS)
+	cmake --build build-aarch64 -j$(JOBS)
+	cd build-aarch64 && SIMDATTN_EXPECT_BEST=neon $(CTEST)
+
+clean:
+	rm -rf build build-qemu build-qemu64 build-asan build-tsan build-aarch64

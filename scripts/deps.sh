@@ -1,0 +1,48 @@
+#!/bin/sh
+# Makes sure the Debian packages a make target needs are installed.
+# Usage: scripts/deps.sh PROFILE...   (base, bench, compare, aarch64, ci)
+# As root it installs what is missing; otherwise it prints the exact
+# apt-get line and exits 1. Nothing is fetched from anywhere but apt.
+set -eu
+
+need=""
+arm64=0
+for profile in "$@"; do
+  case "$profile" in
+  base) need="$need cmake make gcc g++ pkg-config libsleef-dev libhwloc-dev libbenchmark-dev" ;;
+  bench) need="$need libbenchmark-dev" ;;
+  compare) need="$need libopenblas-dev gnuplot-nox python3" ;;
+  ci) need="$need qemu-user binutils" ;;
+  aarch64) need="$need qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross libsleef-dev:arm64 libhwloc-dev:arm64"; arm64=1 ;;
+  *) echo "deps.sh: unknown profile '$profile'" >&2; exit 2 ;;
+  esac
+done
+
+missing=""
+for pkg in $need; do
+  case " $missing " in *" $pkg "*) continue ;; esac
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  case "$status" in
+  *"install ok installed"*) ;;
+  *) missing="$missing $pkg" ;;
+  esac
+done
+[ -z "$missing" ] && exit 0
+
+arch_step=""
+if [ "$arm64" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  arch_step="dpkg --add-architecture arm64 && "
+fi
+line="${arch_step}apt-get update && apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" != 0 ]; then
+  echo "simdattn needs these Debian packages:$missing" >&2
+  echo "Install them as root with:" >&2
+  echo "  $line" >&2
+  exit 1
+fi
+echo "simdattn: installing$missing" >&2
+[ -n "$arch_step" ] && dpkg --add-architecture arm64
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing
