@@ -1,0 +1,201 @@
+/*
+ * The test harness every test program shares: counted checks, a seeded
+ * generator, buffers that end at a PROT_NONE guard page, and the naive
+ * double-precision attention that is the reference for the drivers.
+ *
+ * Every helper is static: each test is one translation unit.
+ */
+#ifndef SA_TESTING_H
+#define SA_TESTING_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "simdattn.h"
+
+/* float unit roundoff: |fl(x) - x| <= u |x| */
+#define U_F32 (0x1p-24)
+
+static int t_passed, t_failed;
+static const char *t_context = "";
+
+/* Records one check; prints the first few failures of a context in full. */
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (cond) {                                                                \
+      t_passed++;                                                              \
+    } else {                                                                   \
+      t_failed++;                                                              \
+      if (t_failed <= 40) {                                                    \
+        printf("FAIL %s:%d [%s] ", __FILE__, __LINE__, t_context);             \
+        printf(__VA_ARGS__);                                                   \
+        printf("\n");                                                          \
+      }                                                                        \
+    }                                                                          \
+  } while (0)
+
+/* The closing line CI reads, and the exit status. */
+static inline int t_finish(const char *name) {
+  printf("%s: %d passed, %d failed\n", name, t_passed, t_failed);
+  return t_failed ? 1 : 0;
+}
+
+/* ------------------------------------------------------------- random */
+
+static uint64_t t_rng = 0x9e3779b97f4a7c15ull;
+static inline void t_seed(uint64_t s) { t_rng = s * 0x9e3779b97f4a7c15ull + 1; }
+static inline uint64_t t_next(void) { /* xorshift64* */
+  t_rng ^= t_rng >> 12;
+  t_rng ^= t_rng << 25;
+  t_rng ^= t_rng >> 27;
+  return t_rng * 0x2545f4914f6cdd1dull;
+}
+static inline float t_uniform(float lo, float hi) {
+  return lo + (hi - lo) * (float)((t_next() >> 40) * 0x1p-24);
+}
+static inline size_t t_range(size_t lo, size_t hi) { /* inclusive */
+  return lo + (size_t)(t_next() % (hi - lo + 1));
+}
+static inline void t_fill(float *x, size_t n, float lo, float hi) {
+  for (size_t i = 0; i < n; i++)
+    x[i] = t_uniform(lo, hi);
+}
+
+/* ------------------------------------------------------- guarded buffers */
+
+/*
+ * n floats whose last one sits right before a PROT_NONE page, so any read or
+ * write past the end faults. Offsetting the end by `misalign` floats from the
+ * page boundary is not possible without a gap, so alignment varies with n
+ * instead; callers add 1-float offsets at the front for unaligned starts.
+ */
+typedef struct guarded {
+  float *p;
+  void *base;
+  size_t map_bytes;
+} guarded;
+
+static inline guarded g_alloc(size_t n) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t bytes = n * sizeof(float);
+  size_t data_pages = (bytes + page - 1) / page;
+  size_t map = (data_pages + 1) * page;
+  guarded g = {NULL, NULL, 0};
+  void *base =
+      mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) {
+    perror("mmap");
+    exit(2);
+  }
+  char *guard = (char *)base + data_pages * page;
+  if (mprotect(guard, page, PROT_NONE) != 0) {
+    perror("mprotect");
+    exit(2);
+  }
+  g.base = base;
+  g.map_bytes = map;
+  g.p = (float *)(guard - bytes);
+  return g;
+}
+
+static inline void g_free(guarded *g) {
+  if (g->base)
+    munmap(g->base, g->map_bytes);
+  g->base = NULL;
+  g->p = NULL;
+}
+
+/* ------------------------------------------------- reference attention */
+
+typedef struct t_tensor {
+  const float *p;
+  sa_strides st; /* resolved: never all zero */
+} t_tensor;
+
+static inline sa_strides t_packed(size_t heads, size_t len, size_t dim) {
+  sa_strides s = {heads * len * dim, len * dim, dim};
+  return s;
+}
+
+static inline size_t t_visible(const sa_attention_desc *d, size_t i) {
+  switch (d->mask) {
+  case SA_MASK_CAUSAL_TOP_LEFT:
+    return i + 1 < d->len_kv ? i + 1 : d->len_kv;
+  case SA_MASK_CAUSAL_BOTTOM_RIGHT: {
+    long long lim = (long long)i + 1 + (long long)d->len_kv - (long long)d->len_q;
+    if (lim <= 0)
+      return 0;
+    return (size_t)lim < d->len_kv ? (size_t)lim : d->len_kv;
+  }
+  default:
+    return d->len_kv;
+  }
+}
+
+/*
+ * Naive attention in double for one (batch, query head, position) row, plus
+ * the tolerance an fp32 implementation is held to on each output column:
+ *
+ *   A logit s_j is off by at most delta = (d + 2) u scale sum_p |q_p k_jp|
+ *   (a length-d dot product, then the scale), and the max-subtract adds
+ *   u |s_j| more. A perturbation delta_j of the logits moves the output by
+ *   sum_j p_j (delta_j - sum_k p_k delta_k) v_j, bounded by
+ *   (e^{2 delta} - 1) sum_j p_j |v_jc - o_c|. exp (a few ULP), the row sum
+ *   (n u) and the weighted sum (n u) add (n + 8) u sum_j p_j |v_jc|, counted
+ *   twice since fused rescaling repeats them once per key block.
+ *
+ * Writes o_ref[dim_v] and tol[dim_v]; returns the number of visible keys.
+ */
+static inline size_t t_reference_row(const sa_attention_desc *d, const float *q,
+                              const float *k, const float *v, size_t b,
+                              size_t h, size_t i, double scale, double *p,
+                              double *o_ref, double *tol) {
+  const sa_strides qs = d->q, ks = d->k, vs = d->v;
+  size_t hkv = h / (d->heads_q / d->heads_kv);
+  const float *qi = q + b * qs.batch + h * qs.head + i * qs.seq;
+  size_t nv = t_visible(d, i);
+  double mx = -INFINITY, worst = 0.0;
+  for (size_t j = 0; j < nv; j++) {
+    const float *kj = k + b * ks.batch + hkv * ks.head + j * ks.seq;
+    double acc = 0.0, mag = 0.0;
+    for (size_t c = 0; c < d->dim_qk; c++) {
+      acc += (double)qi[c] * kj[c];
+      mag += fabs((double)qi[c] * kj[c]);
+    }
+    p[j] = acc * scale;
+    mx = p[j] > mx ? p[j] : mx;
+    double err = ((double)d->dim_qk + 2) * U_F32 * fabs(scale) * mag +
+                 2 * U_F32 * fabs(p[j]);
+    worst = err > worst ? err : worst;
+  }
+  double sum = 0.0;
+  for (size_t j = 0; j < nv; j++) {
+    p[j] = exp(p[j] - mx);
+    sum += p[j];
+  }
+  for (size_t j = 0; j < nv; j++)
+    p[j] /= sum;
+  for (size_t c = 0; c < d->dim_v; c++) {
+    double acc = 0.0, mag = 0.0, spread = 0.0;
+    for (size_t j = 0; j < nv; j++) {
+      double vj = v[b * vs.batch + hkv * vs.head + j * vs.seq + c];
+      acc += p[j] * vj;
+      mag += p[j] * fabs(vj);
+    }
+    for (size_t j = 0; j < nv; j++) {
+      double vj = v[b * vs.batch + hkv * vs.head + j * vs.seq + c];
+      spread += p[j] * fabs(vj - acc);
+    }
+    o_ref[c] = acc;
+    tol[c] = 1.5 * expm1(2 * worst) * spread +
+             4.0 * ((double)nv + 8) * U_F32 * mag + 1e-30;
+  }
+  return nv;
+}
+
+#endif
