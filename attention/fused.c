@@ -44,11 +44,15 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
              j0 == 0 ? NULL : alpha, t->o, t->ldo);
   }
 
-  /* l == 0 only for a row that saw no key: it gets zeros, not 0/0. */
+  /* A row that may see no key gets zeros, not 0/0. A row that saw keys but
+   * kept l == 0 had only NaN (or -inf) scores, which the online max cannot
+   * tell from "nothing yet": it gets NaN, as the three-pass driver would. */
   for (size_t r = 0; r < m; r++) {
     float *o = t->o + r * t->ldo;
-    if (nv == 0 || l[r] == 0.0f) {
-      memset(o, 0, dv * sizeof(float));
+    if (len[r] == 0 || l[r] == 0.0f) {
+      float fill = len[r] == 0 ? 0.0f : NAN;
+      for (size_t c = 0; c < dv; c++)
+        o[c] = fill;
       continue;
     }
     float inv = 1.0f / l[r];

@@ -1,0 +1,143 @@
+/*
+ * Dispatch: the registry is well formed, detection agrees with the
+ * compiler's own CPU probe, the automatic choice is the best runnable set
+ * (and, where CI says which CPU it emulates, exactly the expected one),
+ * SIMDATTN_ISA overrides it, and the one-time choice is thread-safe.
+ *
+ * SIMDATTN_EXPECT_BEST=<name>: set by CI for each emulated CPU (avx2 under
+ * qemu -cpu Haswell, scalar under -cpu qemu64, neon under qemu-aarch64).
+ */
+#include <pthread.h>
+
+#include "testing.h"
+
+static void test_registry(void) {
+  t_context = "registry";
+  CHECK(sa_kernel_set_count() >= 1, "at least the scalar set");
+  CHECK(sa_kernel_set_at(sa_kernel_set_count()) == NULL, "past the end");
+  const sa_kernel_set *scalar = sa_kernel_set_find("scalar");
+  CHECK(scalar && sa_kernel_set_supported(scalar), "scalar runs everywhere");
+  CHECK(sa_kernel_set_find("nope") == NULL && sa_kernel_set_find(NULL) == NULL,
+        "find unknown");
+  CHECK(!sa_kernel_set_supported(NULL), "supported(NULL)");
+  for (size_t i = 0; i < sa_kernel_set_count(); i++) {
+    const sa_kernel_set *ks = sa_kernel_set_at(i);
+    CHECK(ks->name && ks->isa && ks->exp_impl && ks->about, "strings");
+    CHECK(ks->score && ks->softmax && ks->softmax_online && ks->wsum,
+          "%s has all four kernels", ks->name);
+    CHECK(sa_kernel_set_find(ks->name) == ks, "%s found by name", ks->name);
+    for (size_t j = 0; j < i; j++) {
+      CHECK(strcmp(ks->name, sa_kernel_set_at(j)->name) != 0, "dup name");
+      CHECK(ks->priority != sa_kernel_set_at(j)->priority, "dup priority");
+    }
+    printf("  %-16s isa=%-7s %3u-bit exp=%-9s %s\n", ks->name, ks->isa,
+           ks->vector_bits, ks->exp_impl,
+           sa_kernel_set_supported(ks) ? "runnable" : "not runnable here");
+  }
+}
+
+static void test_detection(void) {
+  t_context = "detection";
+  uint64_t f = sa_cpu_features();
+  char buf[512];
+  size_t n = sa_cpu_describe(buf, sizeof buf);
+  CHECK(n > 0 && strlen(buf) == n, "describe: '%s'", buf);
+  printf("  cpu: %s\n", buf);
+  char tiny[4];
+  sa_cpu_describe(tiny, sizeof tiny);
+  CHECK(strlen(tiny) == 3, "describe truncates safely");
+#if defined(__x86_64__)
+  /* gcc's probe reads CPUID and XCR0 itself: an independent opinion */
+  __builtin_cpu_init();
+  CHECK(!!(f & SA_CPU_AVX2) == !!__builtin_cpu_supports("avx2"), "avx2");
+  CHECK(!!(f & SA_CPU_FMA) == !!__builtin_cpu_supports("fma"), "fma");
+  CHECK(!!(f & SA_CPU_AVX512F) == !!__builtin_cpu_supports("avx512f"),
+        "avx512f");
+  CHECK(!!(f & SA_CPU_AVX512BW) == !!__builtin_cpu_supports("avx512bw"),
+        "avx512bw");
+  CHECK(!!(f & SA_CPU_AVX512DQ) == !!__builtin_cpu_supports("avx512dq"),
+        "avx512dq");
+  CHECK(!!(f & SA_CPU_AVX512VL) == !!__builtin_cpu_supports("avx512vl"),
+        "avx512vl");
+  CHECK(f & SA_CPU_SSE2, "sse2 is baseline x86-64");
+#elif defined(__aarch64__)
+  CHECK(f & SA_CPU_NEON, "Advanced SIMD is baseline AArch64");
+#endif
+}
+
+static void test_best(void) {
+  t_context = "best";
+  const sa_kernel_set *best = sa_kernel_set_best(), *want = NULL;
+  for (size_t i = 0; i < sa_kernel_set_count(); i++) {
+    const sa_kernel_set *ks = sa_kernel_set_at(i);
+    if (sa_kernel_set_supported(ks) && (!want || ks->priority > want->priority))
+      want = ks;
+  }
+  CHECK(best == want, "best is the highest-priority runnable set");
+  /* the widest runnable vectors win, and the accurate exp within an ISA */
+  for (size_t i = 0; i < sa_kernel_set_count(); i++) {
+    const sa_kernel_set *ks = sa_kernel_set_at(i);
+    if (sa_kernel_set_supported(ks))
+      CHECK(ks->vector_bits <= best->vector_bits, "%s is wider than %s",
+            ks->name, best->name);
+  }
+  CHECK(strcmp(best->exp_impl, "poly") != 0, "default exp is the accurate one");
+  const char *expect = getenv("SIMDATTN_EXPECT_BEST");
+  if (expect && expect[0]) {
+    CHECK(strcmp(best->name, expect) == 0, "best is %s, CI expects %s",
+          best->name, expect);
+    printf("  best set: %s (expected %s)\n", best->name, expect);
+  } else {
+    printf("  best set: %s\n", best->name);
+  }
+  const sa_kernel_set *sel = NULL;
+  CHECK(sa_kernel_set_select(NULL, &sel) == SA_OK && sel == best, "NULL");
+  CHECK(sa_kernel_set_select("auto", &sel) == SA_OK && sel == best, "auto");
+}
+
+static const sa_kernel_set *seen[8];
+static void *ask_default(void *arg) {
+  seen[(size_t)arg] = sa_kernel_set_default();
+  return NULL;
+}
+
+/* SIMDATTN_ISA names the scalar set: the default (chosen once, by whichever
+ * of eight racing threads gets there first) and a default context follow. */
+static void test_override(void) {
+  t_context = "override";
+  setenv("SIMDATTN_ISA", "scalar", 1);
+  pthread_t th[8];
+  for (size_t i = 0; i < 8; i++)
+    pthread_create(&th[i], NULL, ask_default, (void *)i);
+  for (size_t i = 0; i < 8; i++)
+    pthread_join(th[i], NULL);
+  for (size_t i = 0; i < 8; i++)
+    CHECK(seen[i] == sa_kernel_set_find("scalar"), "thread %zu saw %s", i,
+          seen[i] ? seen[i]->name : "NULL");
+  sa_context *ctx;
+  CHECK(sa_context_create(NULL, &ctx) == SA_OK, "default context");
+  CHECK(sa_context_kernel_set(ctx) == sa_kernel_set_find("scalar"),
+        "context follows SIMDATTN_ISA");
+  sa_context_destroy(ctx);
+  unsetenv("SIMDATTN_ISA");
+  /* every runnable set can be asked for by name, through the env too */
+  for (size_t i = 0; i < sa_kernel_set_count(); i++) {
+    const sa_kernel_set *ks = sa_kernel_set_at(i);
+    if (!sa_kernel_set_supported(ks))
+      continue;
+    setenv("SIMDATTN_ISA", ks->name, 1);
+    CHECK(sa_context_create(NULL, &ctx) == SA_OK &&
+              sa_context_kernel_set(ctx) == ks,
+          "SIMDATTN_ISA=%s", ks->name);
+    sa_context_destroy(ctx);
+  }
+  unsetenv("SIMDATTN_ISA");
+}
+
+int main(void) {
+  test_registry();
+  test_detection();
+  test_best();
+  test_override();
+  return t_finish("test_dispatch");
+}
