@@ -21,9 +21,9 @@ typedef struct job {
   sa_scratch *scratch;
   const float *q, *k, *v;
   float *o;
-  size_t nqb;     /* query blocks (or head groups) per (batch, head) */
-  size_t nheads;  /* heads the tiles are enumerated over */
-  int stacked;    /* decode: rows are query heads of one KV group */
+  size_t nqb;    /* query blocks (or head groups) per (batch, head) */
+  size_t nheads; /* heads the tiles are enumerated over */
+  int stacked;   /* decode: rows are query heads of one KV group */
 } job;
 
 static void run_tile(void *arg, size_t task, int worker) {

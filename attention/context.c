@@ -20,8 +20,10 @@ static sa_status env_int(const char *name, int *out) {
   errno = 0;
   long v = strtol(s, &end, 10);
   if (errno || *end || v < 1 || v > 4096)
-    return sa_fail(SA_ERR_BAD_ARGUMENT, "%s='%.32s' is not a thread count in "
-                   "[1, 4096]", name, s);
+    return sa_fail(SA_ERR_BAD_ARGUMENT,
+                   "%s='%.32s' is not a thread count in "
+                   "[1, 4096]",
+                   name, s);
   *out = (int)v;
   return SA_OK;
 }

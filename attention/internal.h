@@ -10,10 +10,10 @@
 
 /* Per-worker scratch, grown on demand and kept across calls. */
 typedef struct sa_scratch {
-  float *buf;      /* scores tile, then mx, l, alpha */
-  size_t *len;     /* valid keys per row of the tile, then per block */
-  size_t floats;   /* capacity of buf */
-  size_t lens;     /* capacity of len */
+  float *buf;    /* scores tile, then mx, l, alpha */
+  size_t *len;   /* valid keys per row of the tile, then per block */
+  size_t floats; /* capacity of buf */
+  size_t lens;   /* capacity of len */
 } sa_scratch;
 
 struct sa_context {

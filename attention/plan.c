@@ -37,8 +37,10 @@ static sa_status extent(const char *name, const sa_strides *st, size_t batch,
       mul_ov(len - 1, st->seq, &c) || add_ov(a, b, &end) ||
       add_ov(end, c, &end) || add_ov(end, dim, &end) ||
       end > (size_t)PTRDIFF_MAX / sizeof(float))
-    return sa_fail(SA_ERR_OVERFLOW, "%s: strides span more than the address "
-                                    "space", name);
+    return sa_fail(SA_ERR_OVERFLOW,
+                   "%s: strides span more than the address "
+                   "space",
+                   name);
   return SA_OK;
 }
 
@@ -96,8 +98,8 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
     return sa_fail(SA_ERR_BAD_ARGUMENT, "mask = %d is not an sa_mask",
                    (int)d->mask);
   if ((unsigned)d->algorithm > SA_ALGO_FUSED)
-    return sa_fail(SA_ERR_BAD_ARGUMENT,
-                   "algorithm = %d is not an sa_algorithm", (int)d->algorithm);
+    return sa_fail(SA_ERR_BAD_ARGUMENT, "algorithm = %d is not an sa_algorithm",
+                   (int)d->algorithm);
   if (!isfinite(d->scale))
     return sa_fail(SA_ERR_BAD_ARGUMENT, "scale is not finite");
 
@@ -111,8 +113,7 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   p->dim_v = d->dim_v;
   p->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)d->dim_qk);
   p->mask = d->mask;
-  p->algorithm =
-      d->algorithm == SA_ALGO_AUTO ? SA_ALGO_FUSED : d->algorithm;
+  p->algorithm = d->algorithm == SA_ALGO_AUTO ? SA_ALGO_FUSED : d->algorithm;
   p->q = d->q;
   p->k = d->k;
   p->v = d->v;

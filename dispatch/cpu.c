@@ -31,12 +31,18 @@ static const struct {
   uint64_t bit;
   const char *name;
 } feature_names[] = {
-    {SA_CPU_SSE2, "sse2"},           {SA_CPU_AVX, "avx"},
-    {SA_CPU_AVX2, "avx2"},           {SA_CPU_FMA, "fma"},
-    {SA_CPU_AVX512F, "avx512f"},     {SA_CPU_AVX512BW, "avx512bw"},
-    {SA_CPU_AVX512DQ, "avx512dq"},   {SA_CPU_AVX512VL, "avx512vl"},
-    {SA_CPU_AVX512BF16, "avx512bf16"}, {SA_CPU_AVX512VNNI, "avx512vnni"},
-    {SA_CPU_NEON, "neon"},           {SA_CPU_ASIMDHP, "asimdhp"},
+    {SA_CPU_SSE2, "sse2"},
+    {SA_CPU_AVX, "avx"},
+    {SA_CPU_AVX2, "avx2"},
+    {SA_CPU_FMA, "fma"},
+    {SA_CPU_AVX512F, "avx512f"},
+    {SA_CPU_AVX512BW, "avx512bw"},
+    {SA_CPU_AVX512DQ, "avx512dq"},
+    {SA_CPU_AVX512VL, "avx512vl"},
+    {SA_CPU_AVX512BF16, "avx512bf16"},
+    {SA_CPU_AVX512VNNI, "avx512vnni"},
+    {SA_CPU_NEON, "neon"},
+    {SA_CPU_ASIMDHP, "asimdhp"},
     {SA_CPU_SVE, "sve"},
 };
 

@@ -7,7 +7,8 @@
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-sa_status sa_fail(sa_status status, const char *fmt, ...);
+sa_status
+sa_fail(sa_status status, const char *fmt, ...);
 void sa_clear_error(void);
 
 #endif

@@ -29,8 +29,8 @@ static const sa_kernel_set kernel_sets[] = {
     {"avx2", "avx2", "sleef-u10", "AVX2+FMA, SLEEF expf8 u10 (1 ULP)", 256, 21,
      SA_X86_AVX2, sa_score__avx2, sa_softmax__avx2_sleef,
      sa_softmax_online__avx2_sleef, sa_wsum__avx2},
-    {"avx2-polyexp", "avx2", "poly", "AVX2+FMA, inline polynomial exp", 256,
-     20, SA_X86_AVX2, sa_score__avx2, sa_softmax__avx2_poly,
+    {"avx2-polyexp", "avx2", "poly", "AVX2+FMA, inline polynomial exp", 256, 20,
+     SA_X86_AVX2, sa_score__avx2, sa_softmax__avx2_poly,
      sa_softmax_online__avx2_poly, sa_wsum__avx2},
 #endif
 #if SA_HAVE_AVX512
@@ -44,8 +44,8 @@ static const sa_kernel_set kernel_sets[] = {
      sa_softmax_online__avx512_poly, sa_wsum__avx512},
 #endif
 #if SA_HAVE_NEON
-    {"neon", "neon", "sleef-u10", "AArch64 Advanced SIMD, SLEEF expf4 u10",
-     128, 11, SA_CPU_NEON, sa_score__neon, sa_softmax__neon_sleef,
+    {"neon", "neon", "sleef-u10", "AArch64 Advanced SIMD, SLEEF expf4 u10", 128,
+     11, SA_CPU_NEON, sa_score__neon, sa_softmax__neon_sleef,
      sa_softmax_online__neon_sleef, sa_wsum__neon},
     {"neon-polyexp", "neon", "poly",
      "AArch64 Advanced SIMD, inline polynomial exp", 128, 10, SA_CPU_NEON,

@@ -35,16 +35,16 @@ extern "C" {
 
 typedef enum sa_status {
   SA_OK = 0,
-  SA_ERR_NULL_POINTER,     /* a required pointer argument is NULL */
-  SA_ERR_BAD_SHAPE,        /* a dimension is zero or larger than SA_MAX_DIM */
-  SA_ERR_BAD_HEADS,        /* heads_q is not a multiple of heads_kv */
-  SA_ERR_BAD_STRIDE,       /* rows overlap, or output elements alias */
-  SA_ERR_BAD_ARGUMENT,     /* enum out of range, scale negative or not finite */
-  SA_ERR_OVERFLOW,         /* a size or offset product overflows size_t */
-  SA_ERR_UNKNOWN_ISA,      /* no kernel set of that name is compiled in */
-  SA_ERR_UNSUPPORTED_ISA,  /* that kernel set needs features this CPU lacks */
-  SA_ERR_NO_MEMORY,        /* an allocation failed */
-  SA_ERR_THREADS,          /* worker threads could not be started */
+  SA_ERR_NULL_POINTER,    /* a required pointer argument is NULL */
+  SA_ERR_BAD_SHAPE,       /* a dimension is zero or larger than SA_MAX_DIM */
+  SA_ERR_BAD_HEADS,       /* heads_q is not a multiple of heads_kv */
+  SA_ERR_BAD_STRIDE,      /* rows overlap, or output elements alias */
+  SA_ERR_BAD_ARGUMENT,    /* enum out of range, scale negative or not finite */
+  SA_ERR_OVERFLOW,        /* a size or offset product overflows size_t */
+  SA_ERR_UNKNOWN_ISA,     /* no kernel set of that name is compiled in */
+  SA_ERR_UNSUPPORTED_ISA, /* that kernel set needs features this CPU lacks */
+  SA_ERR_NO_MEMORY,       /* an allocation failed */
+  SA_ERR_THREADS,         /* worker threads could not be started */
 } sa_status;
 
 /* A static, never-NULL English sentence for any value, known or not. */
@@ -63,7 +63,7 @@ SA_API const char *sa_last_error(void);
 
 enum {
   SA_CPU_SSE2 = 1u << 0,
-  SA_CPU_AVX = 1u << 1,     /* CPUID bit and OS-saved YMM state */
+  SA_CPU_AVX = 1u << 1, /* CPUID bit and OS-saved YMM state */
   SA_CPU_AVX2 = 1u << 2,
   SA_CPU_FMA = 1u << 3,
   SA_CPU_AVX512F = 1u << 4, /* CPUID bit and OS-saved opmask and ZMM state */
@@ -85,7 +85,8 @@ SA_API uint64_t sa_cpu_features(void);
 SA_API size_t sa_cpu_describe(char *buf, size_t size);
 
 /* Space-separated names of the bits set in `features`. Static storage. */
-SA_API const char *sa_cpu_feature_names(uint64_t features, char *buf, size_t size);
+SA_API const char *sa_cpu_feature_names(uint64_t features, char *buf,
+                                        size_t size);
 
 /* ------------------------------------------------------------ kernel sets */
 
@@ -142,7 +143,8 @@ typedef struct sa_kernel_set {
 
 /* Every kernel set compiled into this library, runnable here or not. */
 SA_API size_t sa_kernel_set_count(void);
-SA_API const sa_kernel_set *sa_kernel_set_at(size_t index); /* NULL past the end */
+SA_API const sa_kernel_set *
+sa_kernel_set_at(size_t index); /* NULL past the end */
 
 /* NULL if no compiled set has that name. */
 SA_API const sa_kernel_set *sa_kernel_set_find(const char *name);
@@ -168,7 +170,8 @@ SA_API const sa_kernel_set *sa_kernel_set_best(void);
  * with sa_last_error() naming the sets this CPU can run. *out is untouched
  * on error.
  */
-SA_API sa_status sa_kernel_set_select(const char *name, const sa_kernel_set **out);
+SA_API sa_status sa_kernel_set_select(const char *name,
+                                      const sa_kernel_set **out);
 
 /* ---------------------------------------------------------------- context */
 
@@ -179,17 +182,18 @@ typedef enum sa_pin_policy {
 } sa_pin_policy;
 
 typedef struct sa_context_options {
-  const char *isa;      /* NULL: SIMDATTN_ISA, else the best runnable set */
-  int num_threads;      /* 0: SIMDATTN_NUM_THREADS, else one per core */
-  sa_pin_policy pin;    /* how workers are placed */
-  size_t block_q;       /* query rows per tile; 0 = library default */
-  size_t block_kv;      /* keys per fused step; 0 = library default */
+  const char *isa;   /* NULL: SIMDATTN_ISA, else the best runnable set */
+  int num_threads;   /* 0: SIMDATTN_NUM_THREADS, else one per core */
+  sa_pin_policy pin; /* how workers are placed */
+  size_t block_q;    /* query rows per tile; 0 = library default */
+  size_t block_kv;   /* keys per fused step; 0 = library default */
 } sa_context_options;
 
 typedef struct sa_context sa_context;
 
 /* opts may be NULL (all defaults). On error *out is untouched. */
-SA_API sa_status sa_context_create(const sa_context_options *opts, sa_context **out);
+SA_API sa_status sa_context_create(const sa_context_options *opts,
+                                   sa_context **out);
 SA_API void sa_context_destroy(sa_context *ctx); /* NULL is a no-op */
 
 SA_API const sa_kernel_set *sa_context_kernel_set(const sa_context *ctx);
@@ -227,10 +231,10 @@ typedef struct sa_attention_desc {
   size_t heads_q;
   size_t heads_kv; /* heads_q % heads_kv == 0: MHA, GQA, MQA (heads_kv = 1) */
   size_t len_q;
-  size_t len_kv;   /* cross-attention when != len_q */
+  size_t len_kv; /* cross-attention when != len_q */
   size_t dim_qk;
   size_t dim_v;
-  float scale;     /* 0: 1/sqrt(dim_qk); fold a temperature in here */
+  float scale; /* 0: 1/sqrt(dim_qk); fold a temperature in here */
   sa_mask mask;
   sa_algorithm algorithm;
   sa_strides q, k, v, o;
@@ -242,13 +246,13 @@ typedef struct sa_attention_desc {
  * see no key gets zeros. ctx may be NULL: one thread, default kernel set.
  */
 SA_API sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
-                       const float *q, const float *k, const float *v,
-                       float *o);
+                              const float *q, const float *k, const float *v,
+                              float *o);
 
 /* Floats of scratch the call allocates (per worker), for planning memory. */
 SA_API sa_status sa_attention_workspace(const sa_context *ctx,
-                                 const sa_attention_desc *desc,
-                                 size_t *floats_per_worker);
+                                        const sa_attention_desc *desc,
+                                        size_t *floats_per_worker);
 
 #ifdef __cplusplus
 }

@@ -13,16 +13,16 @@
 
 #include "simdattn.h"
 
-#define SA_DECLARE_SCORE(fn)                                                 \
-  void fn(size_t m, size_t n, size_t d, const float *q, size_t ldq,          \
+#define SA_DECLARE_SCORE(fn)                                                   \
+  void fn(size_t m, size_t n, size_t d, const float *q, size_t ldq,            \
           const float *k, size_t ldk, float scale, float *s, size_t lds)
-#define SA_DECLARE_SOFTMAX(fn)                                               \
+#define SA_DECLARE_SOFTMAX(fn)                                                 \
   void fn(size_t m, size_t n, float *s, size_t lds, const size_t *len)
-#define SA_DECLARE_SOFTMAX_ONLINE(fn)                                        \
-  void fn(size_t m, size_t n, float *s, size_t lds, const size_t *len,       \
+#define SA_DECLARE_SOFTMAX_ONLINE(fn)                                          \
+  void fn(size_t m, size_t n, float *s, size_t lds, const size_t *len,         \
           float *mx, float *l, float *alpha)
-#define SA_DECLARE_WSUM(fn)                                                  \
-  void fn(size_t m, size_t n, size_t dv, const float *p, size_t ldp,         \
+#define SA_DECLARE_WSUM(fn)                                                    \
+  void fn(size_t m, size_t n, size_t dv, const float *p, size_t ldp,           \
           const float *v, size_t ldv, const float *beta, float *o, size_t ldo)
 
 /* scalar: plain C, libm expf, the oracle. */

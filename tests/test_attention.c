@@ -37,7 +37,8 @@ static layout make_layout(int kind, size_t b, size_t h, size_t l, size_t d) {
         (sa_strides){h * (l * (d + pad) + pad), l * (d + pad) + pad, d + pad};
     break;
   }
-  x.floats = (b - 1) * x.rs.batch + (h - 1) * x.rs.head + (l - 1) * x.rs.seq + d;
+  x.floats =
+      (b - 1) * x.rs.batch + (h - 1) * x.rs.head + (l - 1) * x.rs.seq + d;
   return x;
 }
 
@@ -69,10 +70,10 @@ static int run_case(int id, const sa_kernel_set **sets, int nsets) {
 
   int lk = (int)(t_next() % 3);
   layout lq = make_layout(lk, d.batch, d.heads_q, d.len_q, d.dim_qk);
-  layout lkk = make_layout((int)(t_next() % 3), d.batch, d.heads_kv, d.len_kv,
-                           d.dim_qk);
-  layout lv = make_layout((int)(t_next() % 3), d.batch, d.heads_kv, d.len_kv,
-                          d.dim_v);
+  layout lkk =
+      make_layout((int)(t_next() % 3), d.batch, d.heads_kv, d.len_kv, d.dim_qk);
+  layout lv =
+      make_layout((int)(t_next() % 3), d.batch, d.heads_kv, d.len_kv, d.dim_v);
   layout lo = make_layout(lk, d.batch, d.heads_q, d.len_q, d.dim_v);
   d.q = lq.st, d.k = lkk.st, d.v = lv.st, d.o = lo.st;
 
@@ -122,9 +123,10 @@ static int run_case(int id, const sa_kernel_set **sets, int nsets) {
       char where[160];
       snprintf(where, sizeof where,
                "case %d %s %s B%zu Hq%zu Hkv%zu Lq%zu Lk%zu d%zu/%zu mask%d "
-               "layout%d", id, sets[s]->name, algo == SA_ALGO_FUSED ? "fused"
-               : "3pass", d.batch, d.heads_q, d.heads_kv, d.len_q, d.len_kv,
-               d.dim_qk, d.dim_v, (int)d.mask, lk);
+               "layout%d",
+               id, sets[s]->name, algo == SA_ALGO_FUSED ? "fused" : "3pass",
+               d.batch, d.heads_q, d.heads_kv, d.len_q, d.len_kv, d.dim_qk,
+               d.dim_v, (int)d.mask, lk);
       t_context = where;
       r = 0;
       for (size_t b = 0; b < d.batch; b++)
@@ -136,12 +138,14 @@ static int run_case(int id, const sa_kernel_set **sets, int nsets) {
               double want = ref[r * d.dim_v + c];
               float got = orow[c];
               if (vis[r] == 0)
-                CHECK(got == 0.0f, "row with no visible key: (%zu,%zu,%zu) "
-                      "c%zu = %g", b, h, i, c, got);
+                CHECK(got == 0.0f,
+                      "row with no visible key: (%zu,%zu,%zu) "
+                      "c%zu = %g",
+                      b, h, i, c, got);
               else
                 CHECK(fabs(got - want) <= tol[r * d.dim_v + c],
-                      "(%zu,%zu,%zu) c%zu: %.9g vs %.9g (tol %.3g)", b, h, i,
-                      c, got, want, tol[r * d.dim_v + c]);
+                      "(%zu,%zu,%zu) c%zu: %.9g vs %.9g (tol %.3g)", b, h, i, c,
+                      got, want, tol[r * d.dim_v + c]);
             }
           }
       /* the gaps between rows and heads of a padded layout stay NaN */
@@ -182,7 +186,7 @@ static int run_case(int id, const sa_kernel_set **sets, int nsets) {
 static void test_exact(void) {
   t_context = "exact";
   float q[2 * 2] = {1, 0, 1, 0}, k[3 * 2] = {0, 0, 0, 5, -1, 2},
-        v[3 * 2] = {1, 2, 3, 4, 5, 6}, o[2 * 2];
+              v[3 * 2] = {1, 2, 3, 4, 5, 6}, o[2 * 2];
   sa_attention_desc d = {0};
   d.batch = d.heads_q = d.heads_kv = 1;
   d.len_q = 2, d.len_kv = 3, d.dim_qk = d.dim_v = 2;

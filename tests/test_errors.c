@@ -28,7 +28,7 @@ typedef struct bad_case {
                const float **pv, float **po, int *null_desc);
 } bad_case;
 
-#define EDIT(name, ...)                                                       \
+#define EDIT(name, ...)                                                        \
   static void name(sa_attention_desc *d, const float **pq, const float **pk,   \
                    const float **pv, float **po, int *null_desc) {             \
     (void)d, (void)pq, (void)pk, (void)pv, (void)po, (void)null_desc;          \
@@ -60,9 +60,9 @@ EDIT(e_overflow_dims, d->len_kv = SA_MAX_DIM; d->dim_qk = SA_MAX_DIM;
      d->heads_kv = 2; d->heads_q = 2)
 EDIT(e_overflow_stride, d->k = (sa_strides){1, 1, SIZE_MAX / 2})
 EDIT(e_overflow_bytes, d->v = (sa_strides){0, 0, (size_t)PTRDIFF_MAX / 2})
-EDIT(e_o_rows_overlap, d->o = (sa_strides){2 * L * D, L * D, D - 1})
+EDIT(e_o_rows_overlap, d->o = (sa_strides){2 * L * D, L *D, D - 1})
 EDIT(e_o_heads_alias, d->o = (sa_strides){2 * L * D, 0, D})
-EDIT(e_o_batch_alias, d->o = (sa_strides){L * D, L * D, D})
+EDIT(e_o_batch_alias, d->o = (sa_strides){L * D, L *D, D})
 
 static const bad_case table[] = {
     {"desc NULL", SA_ERR_NULL_POINTER, e_null_desc},
@@ -174,8 +174,8 @@ static void test_isa_errors(void) {
     float o[OUT_FLOATS] = {0}, zero[OUT_FLOATS] = {0};
     sa_attention_desc d = good();
     setenv(env[e][0], env[e][1], 1);
-    CHECK(sa_context_create(NULL, &ctx) == want[e] && ctx == sentinel,
-          "%s=%s", env[e][0], env[e][1]);
+    CHECK(sa_context_create(NULL, &ctx) == want[e] && ctx == sentinel, "%s=%s",
+          env[e][0], env[e][1]);
     /* a NULL context runs on the calling thread alone, so it does not
      * read SIMDATTN_NUM_THREADS */
     if (strcmp(env[e][0], "SIMDATTN_NUM_THREADS") != 0)

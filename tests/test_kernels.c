@@ -58,13 +58,15 @@ static void score_case(const sa_kernel_set *ks, size_t m, size_t n, size_t d) {
       /* each side within (d + 1) u scale sum|q k| of the exact value */
       double tol = 2 * ((double)d + 1) * U_F32 * scale * mag + 1e-30;
       float got = s.p[i * s.ld + j], want = r.p[i * r.ld + j];
-      CHECK(fabs(got - want) <= tol, "score m=%zu n=%zu d=%zu (%zu,%zu) %g vs %g",
-            m, n, d, i, j, got, want);
+      CHECK(fabs(got - want) <= tol,
+            "score m=%zu n=%zu d=%zu (%zu,%zu) %g vs %g", m, n, d, i, j, got,
+            want);
     }
   /* the gaps between output rows stay untouched */
   for (size_t i = 0; i + 1 < m; i++)
     for (size_t j = n; j < s.ld; j++)
-      CHECK(isnan(s.p[i * s.ld + j]), "score wrote past row end (%zu,%zu)", i, j);
+      CHECK(isnan(s.p[i * s.ld + j]), "score wrote past row end (%zu,%zu)", i,
+            j);
   g_free(&q.g), g_free(&k.g), g_free(&s.g), g_free(&r.g);
 }
 
@@ -84,8 +86,7 @@ static void softmax_case(const sa_kernel_set *ks, size_t m, size_t n,
     if (i == 1)
       len[i] = 0;
     for (size_t j = 0; j < n; j++)
-      s.p[i * s.ld + j] = r.p[i * r.ld + j] =
-          base + t_uniform(-spread, spread);
+      s.p[i * s.ld + j] = r.p[i * r.ld + j] = base + t_uniform(-spread, spread);
   }
   float mx[64], l[64], alpha[64], rmx[64], rl[64], ralpha[64];
   for (size_t i = 0; i < m; i++) {
@@ -122,8 +123,8 @@ static void softmax_case(const sa_kernel_set *ks, size_t m, size_t n,
       /* the max is exact in any order */
       CHECK(mx[i] == rmx[i] || (isnan(mx[i]) && isnan(rmx[i])),
             "online mx[%zu] %g vs %g", i, mx[i], rmx[i]);
-      CHECK(fabs(alpha[i] - ralpha[i]) <= (ulp + 1) * U_F32 * ralpha[i] +
-                                              0x1p-140,
+      CHECK(fabs(alpha[i] - ralpha[i]) <=
+                (ulp + 1) * U_F32 * ralpha[i] + 0x1p-140,
             "online alpha[%zu] %g vs %g", i, alpha[i], ralpha[i]);
       double tol = (2.0 * (double)nv + ulp + 4) * U_F32 * rl[i] + 0x1p-140;
       CHECK(fabs(l[i] - rl[i]) <= tol, "online l[%zu] %g vs %g (n=%zu)", i,
@@ -163,8 +164,10 @@ static void wsum_case(const sa_kernel_set *ks, size_t m, size_t n, size_t dv) {
         mag += fabs((double)p.p[i * p.ld + j] * v.p[j * v.ld + c]);
       double tol = 2 * ((double)n + 2) * U_F32 * mag + 1e-30;
       float got = o.p[i * o.ld + c], want = r.p[i * r.ld + c];
-      CHECK(fabs(got - want) <= tol, "wsum m=%zu n=%zu dv=%zu beta=%d (%zu,%zu) "
-            "%g vs %g", m, n, dv, use_beta, i, c, got, want);
+      CHECK(fabs(got - want) <= tol,
+            "wsum m=%zu n=%zu dv=%zu beta=%d (%zu,%zu) "
+            "%g vs %g",
+            m, n, dv, use_beta, i, c, got, want);
     }
   for (size_t i = 0; i + 1 < m; i++)
     for (size_t c = dv; c < o.ld; c++)

@@ -65,8 +65,8 @@ static void test_softmax(float lo, float hi) {
         double ref = exp(arg) / sum;
         /* expf 1 ULP, the float subtraction u|arg|, the sum n u, the
          * division and the reciprocal 2u */
-        double tol = (((double)nv + 6) * U_F32 + U_F32 * fabs(arg)) * ref +
-                     0x1p-149;
+        double tol =
+            (((double)nv + 6) * U_F32 + U_F32 * fabs(arg)) * ref + 0x1p-149;
         CHECK(fabs(got - ref) <= tol && isfinite(got),
               "n=%zu len=%zu (%zu,%zu): %g vs %g", n, nv, i, j, got, ref);
       }

@@ -86,8 +86,8 @@ static inline guarded g_alloc(size_t n) {
   size_t data_pages = (bytes + page - 1) / page;
   size_t map = (data_pages + 1) * page;
   guarded g = {NULL, NULL, 0};
-  void *base =
-      mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *base = mmap(NULL, map, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) {
     perror("mmap");
     exit(2);
@@ -127,7 +127,8 @@ static inline size_t t_visible(const sa_attention_desc *d, size_t i) {
   case SA_MASK_CAUSAL_TOP_LEFT:
     return i + 1 < d->len_kv ? i + 1 : d->len_kv;
   case SA_MASK_CAUSAL_BOTTOM_RIGHT: {
-    long long lim = (long long)i + 1 + (long long)d->len_kv - (long long)d->len_q;
+    long long lim =
+        (long long)i + 1 + (long long)d->len_kv - (long long)d->len_q;
     if (lim <= 0)
       return 0;
     return (size_t)lim < d->len_kv ? (size_t)lim : d->len_kv;
@@ -152,9 +153,9 @@ static inline size_t t_visible(const sa_attention_desc *d, size_t i) {
  * Writes o_ref[dim_v] and tol[dim_v]; returns the number of visible keys.
  */
 static inline size_t t_reference_row(const sa_attention_desc *d, const float *q,
-                              const float *k, const float *v, size_t b,
-                              size_t h, size_t i, double scale, double *p,
-                              double *o_ref, double *tol) {
+                                     const float *k, const float *v, size_t b,
+                                     size_t h, size_t i, double scale,
+                                     double *p, double *o_ref, double *tol) {
   const sa_strides qs = d->q, ks = d->k, vs = d->v;
   size_t hkv = h / (d->heads_q / d->heads_kv);
   const float *qi = q + b * qs.batch + h * qs.head + i * qs.seq;

@@ -7,9 +7,9 @@
  */
 #include "kernels.h"
 
-void sa_score__scalar(size_t m, size_t n, size_t d, const float *q,
-                      size_t ldq, const float *k, size_t ldk, float scale,
-                      float *s, size_t lds) {
+void sa_score__scalar(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+                      const float *k, size_t ldk, float scale, float *s,
+                      size_t lds) {
   for (size_t i = 0; i < m; i++) {
     const float *qi = q + i * ldq;
     for (size_t j = 0; j < n; j++) {

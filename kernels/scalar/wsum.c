@@ -5,9 +5,9 @@
  */
 #include "kernels.h"
 
-void sa_wsum__scalar(size_t m, size_t n, size_t dv, const float *p,
-                     size_t ldp, const float *v, size_t ldv, const float *beta,
-                     float *o, size_t ldo) {
+void sa_wsum__scalar(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
+                     const float *v, size_t ldv, const float *beta, float *o,
+                     size_t ldo) {
   for (size_t i = 0; i < m; i++) {
     float *oi = o + i * ldo;
     const float *pi = p + i * ldp;
