@@ -28,6 +28,9 @@ int sa_pool_pinned(const sa_pool *pool);
 /* Runs every task once and returns when all are done. */
 void sa_pool_run(sa_pool *pool, size_t ntasks, sa_task_fn fn, void *arg);
 
+/* Logical index (hwloc) of the core worker is bound to, -1 if unpinned. */
+int sa_pool_worker_core(const sa_pool *pool, int worker);
+
 /* Threads to use when nothing is asked for: one per physical core. */
 int sa_pool_default_threads(void);
 

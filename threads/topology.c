@@ -1,0 +1,69 @@
+/*
+ * The machine's topology, loaded once, and the thread count that follows
+ * from it when the user asks for nothing.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "placement.h"
+#include "pool.h"
+#include "topology.h"
+
+static pthread_once_t topo_once = PTHREAD_ONCE_INIT;
+static hwloc_topology_t topo_loaded; /* written once, under topo_once */
+
+static void topo_load(void) {
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) != 0)
+    return;
+  /* Only CPUs and caches matter here: skip PCI and other I/O discovery. */
+  hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
+  if (hwloc_topology_load(t) != 0) {
+    hwloc_topology_destroy(t);
+    return;
+  }
+  /* Kept until exit: pools in any thread may still be binding through it. */
+  topo_loaded = t;
+}
+
+hwloc_topology_t sa_topology(void) {
+  pthread_once(&topo_once, topo_load);
+  return topo_loaded;
+}
+
+hwloc_bitmap_t sa_topology_allowed(hwloc_topology_t topo) {
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (!set)
+    return NULL;
+  hwloc_const_cpuset_t avail = hwloc_topology_get_allowed_cpuset(topo);
+  if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0)
+    hwloc_bitmap_and(set, set, avail);
+  else
+    hwloc_bitmap_zero(set);
+  if (hwloc_bitmap_iszero(set))
+    hwloc_bitmap_copy(set, avail);
+  return set;
+}
+
+int sa_verbose(void) {
+  const char *s = getenv("SIMDATTN_VERBOSE");
+  return s && s[0] && strcmp(s, "0") != 0;
+}
+
+int sa_pool_default_threads(void) {
+  hwloc_topology_t topo = sa_topology();
+  if (topo) {
+    hwloc_bitmap_t allowed = sa_topology_allowed(topo);
+    int n = allowed ? sa_placement_count(topo, allowed) : 0;
+    hwloc_bitmap_free(allowed);
+    if (n > 0)
+      return n;
+  }
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (online < 1)
+    return 1;
+  return online > 4096 ? 4096 : (int)online;
+}

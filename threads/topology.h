@@ -1,0 +1,27 @@
+/*
+ * Internal: what the machine looks like, for the pool.
+ *
+ * Loading a topology reads sysfs (milliseconds), so it is done once per
+ * process and kept; hwloc allows any number of threads to read and bind
+ * through one topology as long as nobody modifies it, and nobody does.
+ */
+#ifndef SA_THREADS_TOPOLOGY_H
+#define SA_THREADS_TOPOLOGY_H
+
+#include <hwloc.h>
+
+/* The process-wide topology, or NULL if hwloc could not load one. */
+hwloc_topology_t sa_topology(void);
+
+/*
+ * The CPUs this process may run on: the union of its threads' bindings
+ * (taskset, a launcher's mask) within the topology's allowed set (cgroups).
+ * Falls back to the allowed set when the binding cannot be read. Caller
+ * frees with hwloc_bitmap_free; NULL only when out of memory.
+ */
+hwloc_bitmap_t sa_topology_allowed(hwloc_topology_t topo);
+
+/* 1 when SIMDATTN_VERBOSE is set to something other than "" or "0". */
+int sa_verbose(void);
+
+#endif
