@@ -16,7 +16,8 @@
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
-static void say(const char *fmt, ...) {
+static void
+say(const char *fmt, ...) {
   if (!sa_verbose())
     return;
   va_list ap;
@@ -80,7 +81,8 @@ void sa_pin_setup(sa_pin *pin, sa_pin_policy policy, int n,
     return;
   }
   const struct hwloc_topology_support *sup = hwloc_topology_get_support(topo);
-  if (!sup->cpubind->set_thread_cpubind || !sup->cpubind->set_thisthread_cpubind ||
+  if (!sup->cpubind->set_thread_cpubind ||
+      !sup->cpubind->set_thisthread_cpubind ||
       !sup->cpubind->get_thisthread_cpubind) {
     say("thread binding is not supported here: %d workers unpinned", n);
     return;
@@ -93,7 +95,8 @@ void sa_pin_setup(sa_pin *pin, sa_pin_policy policy, int n,
   int ok = allowed && origin && pin->saved && pin->cpuset;
   for (int w = 0; ok && w < n; w++)
     ok = (pin->cpuset[w] = hwloc_bitmap_alloc()) != NULL;
-  /* Workers inherited the creating thread's mask: that is what undo restores. */
+  /* Workers inherited the creating thread's mask: that is what undo restores.
+   */
   if (!ok || hwloc_get_cpubind(topo, origin, HWLOC_CPUBIND_THREAD) != 0) {
     say("cannot read this thread's binding: %d workers unpinned", n);
     goto unpinned;
@@ -152,7 +155,8 @@ int sa_pin_caller_enter(sa_pin *pin) {
   if (hwloc_get_cpubind(pin->topo, pin->saved, HWLOC_CPUBIND_THREAD) != 0 ||
       hwloc_bitmap_isequal(pin->saved, pin->cpuset[0]))
     return 0;
-  return hwloc_set_cpubind(pin->topo, pin->cpuset[0], HWLOC_CPUBIND_THREAD) == 0;
+  return hwloc_set_cpubind(pin->topo, pin->cpuset[0], HWLOC_CPUBIND_THREAD) ==
+         0;
 }
 
 void sa_pin_caller_leave(sa_pin *pin, int rebound) {

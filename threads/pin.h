@@ -25,7 +25,7 @@ typedef struct sa_pin {
   hwloc_bitmap_t saved;   /* the caller's own binding during a run */
   int *core;              /* per worker: logical index of its core, or -1 */
   int n;
-  int pinned;             /* every worker bound to a core of its own */
+  int pinned; /* every worker bound to a core of its own */
 } sa_pin;
 
 /* threads: the n-1 worker threads 1..n-1. Never fails: on any trouble the

@@ -7,7 +7,7 @@
 hwloc_obj_type_t sa_placement_unit(hwloc_topology_t topo) {
   /* Some platforms report no core level (hwloc then has PUs only). */
   return hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE
-                                                             : HWLOC_OBJ_PU;
+                                                            : HWLOC_OBJ_PU;
 }
 
 int sa_placement_count(hwloc_topology_t topo, hwloc_const_cpuset_t allowed) {

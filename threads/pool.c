@@ -119,7 +119,8 @@ static void *worker_main(void *arg) {
     if (me->index >= (int)(seen & ACTIVE_MASK))
       continue;
     run_tasks(p, me->index);
-    if (atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel) == 1) {
+    if (atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel) ==
+        1) {
       /* Taking the lock orders this signal after the caller's check. */
       pthread_mutex_lock(&p->mu);
       pthread_cond_signal(&p->done);
@@ -209,7 +210,8 @@ sa_status sa_pool_create(int nthreads, sa_pin_policy pin, sa_pool **out) {
     for (int i = 1; i < n && !err; i++) {
       p->w[i - 1].pool = p;
       p->w[i - 1].index = i;
-      err = pthread_create(&p->w[i - 1].thread, NULL, worker_main, &p->w[i - 1]);
+      err =
+          pthread_create(&p->w[i - 1].thread, NULL, worker_main, &p->w[i - 1]);
       if (!err)
         p->started++;
     }
@@ -217,8 +219,10 @@ sa_status sa_pool_create(int nthreads, sa_pin_policy pin, sa_pool **out) {
     if (err) {
       int started = p->started;
       pool_free(p);
-      return sa_fail(SA_ERR_THREADS, "could start only %d of %d worker threads "
-                     "(%s)", started + 1, n, strerror(err));
+      return sa_fail(SA_ERR_THREADS,
+                     "could start only %d of %d worker threads "
+                     "(%s)",
+                     started + 1, n, strerror(err));
     }
   }
 
