@@ -1,0 +1,332 @@
+/*
+ * attn/<algo>/<set>/<shape>: whole attention through sa_attention, one
+ * context per kernel set (sa_context_options.isa = the set's name,
+ * num_threads = --sa_threads), algorithm three_pass or fused; and
+ * attn/gemm/openblas/<shape>, the baseline a user would write.
+ *
+ * Counters (per call; rates over the measured time, see sa_bench_timing):
+ *   flops        4 * d * (visible (query, key) pairs) * heads_q * batch, with
+ *                d = dim_qk = dim_v: 2*d for a score, 2*d for its share of
+ *                P.V. Without a mask every pair is visible (4*Lq*Lk*d per
+ *                head); under a causal mask only the pairs the mask lets
+ *                through count (L*(L+1)/2 for Lq = Lk), so a kernel that skips
+ *                masked blocks is not credited for work it does not do, and
+ *                one that computes them all (the OpenBLAS row) is not either.
+ *                exp and the normalisation are not counted.
+ *   GFLOPS       flops / time;  pct_peak: % of the peak probe of the set's
+ *                ISA (OpenBLAS: of the best probe), times --sa_threads
+ *   GBps         decode shapes only: bytes of K and V read per call / time;
+ *                pct_peak_bw: % of the streaming-read probe
+ *   max_abs_err  max |O - O_oracle| over the whole output, O_oracle from the
+ *                scalar set (three_pass) on the same inputs; computed once,
+ *                outside the timed loop
+ *
+ * Decode shapes rotate through copies of K and V spanning 512 MiB, so every
+ * call reads its KV cache from memory as a real decoder does; the others
+ * keep one copy (a head's K and V stay in cache across query blocks, as in a
+ * real prefill).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+enum { PREFILL, CAUSAL, DECODE, CROSS };
+
+typedef struct shape {
+  char name[64];
+  int kind;
+  size_t batch, hq, hkv, lq, lkv, d;
+} shape;
+
+#define MAX_SHAPES 16
+static shape shapes[MAX_SHAPES];
+static size_t n_shapes;
+static float *refs[MAX_SHAPES]; /* the oracle's output, once per shape */
+
+static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
+                      size_t d) {
+  shape *s = &shapes[n_shapes++];
+  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d};
+  switch (kind) {
+  case PREFILL:
+    snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu", lq, d, hq);
+    break;
+  case CAUSAL:
+    snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu_causal", lq, d, hq);
+    break;
+  case DECODE:
+    snprintf(s->name, sizeof s->name, "decode_Lk%zu_d%zu_h%zukv%zu", lkv, d,
+             hq, hkv);
+    break;
+  default:
+    snprintf(s->name, sizeof s->name, "cross_Lq%zu_Lk%zu_d%zu_h%zu", lq, lkv,
+             d, hq);
+  }
+}
+
+static sa_attention_desc desc_of(const shape *s, sa_algorithm algo) {
+  sa_attention_desc d = {0};
+  d.batch = s->batch;
+  d.heads_q = s->hq;
+  d.heads_kv = s->hkv;
+  d.len_q = s->lq;
+  d.len_kv = s->lkv;
+  d.dim_qk = s->d;
+  d.dim_v = s->d;
+  d.scale = 0.0f; /* 1/sqrt(d) */
+  d.mask = s->kind == CAUSAL ? SA_MASK_CAUSAL_TOP_LEFT : SA_MASK_NONE;
+  d.algorithm = algo;
+  return d;
+}
+
+/* (query, key) pairs the mask lets through, for one head. */
+static double visible_pairs(const shape *s) {
+  if (s->kind != CAUSAL)
+    return (double)s->lq * (double)s->lkv;
+  double n = 0;
+  for (size_t i = 0; i < s->lq; i++)
+    n += (double)(i + 1 < s->lkv ? i + 1 : s->lkv);
+  return n;
+}
+
+static double flops_of(const shape *s) {
+  return 2.0 * (double)(s->d + s->d) * visible_pairs(s) * (double)s->hq *
+         (double)s->batch;
+}
+
+/* ---------------------------------------------------------------- data */
+
+typedef struct shape_data {
+  int idx;
+  float *q, *k, *v, *o, *s;
+  size_t q_elems, kv_elems, o_elems, copies;
+} shape_data;
+
+static shape_data cur = {-1, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0};
+
+/* The current shape's inputs; switching shapes frees the previous one's. */
+static shape_data *data_for(int idx) {
+  if (cur.idx == idx)
+    return &cur;
+  sa_bench_free(cur.q);
+  sa_bench_free(cur.k);
+  sa_bench_free(cur.v);
+  sa_bench_free(cur.o);
+  sa_bench_free(cur.s);
+  const shape *s = &shapes[idx];
+  cur = (shape_data){idx, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 1};
+  cur.q_elems = s->batch * s->hq * s->lq * s->d;
+  cur.kv_elems = s->batch * s->hkv * s->lkv * s->d;
+  cur.o_elems = s->batch * s->hq * s->lq * s->d;
+  if (s->kind == DECODE) {
+    size_t one = 2 * cur.kv_elems * sizeof(float);
+    cur.copies = sa_bench_cfg.decode_bytes / one;
+    if (cur.copies < 1)
+      cur.copies = 1;
+  }
+  cur.q = sa_bench_alloc(cur.q_elems);
+  cur.k = sa_bench_alloc(cur.kv_elems * cur.copies);
+  cur.v = sa_bench_alloc(cur.kv_elems * cur.copies);
+  cur.o = sa_bench_alloc(cur.o_elems);
+  sa_bench_fill(cur.q, cur.q_elems, 11, 1.0f);
+  sa_bench_fill(cur.k, cur.kv_elems, 12, 1.0f);
+  sa_bench_fill(cur.v, cur.kv_elems, 13, 1.0f);
+  for (size_t c = 1; c < cur.copies; c++) {
+    memcpy(cur.k + c * cur.kv_elems, cur.k, cur.kv_elems * sizeof(float));
+    memcpy(cur.v + c * cur.kv_elems, cur.v, cur.kv_elems * sizeof(float));
+  }
+  return &cur;
+}
+
+/* ---------------------------------------------------------------- contexts */
+
+static sa_context *contexts[64];
+
+static sa_context *context_for(const sa_kernel_set *ks) {
+  size_t i = 0;
+  while (i < sa_kernel_set_count() && sa_kernel_set_at(i) != ks)
+    i++;
+  if (i >= 64)
+    return NULL;
+  if (!contexts[i]) {
+    sa_context_options o = {0};
+    o.isa = ks->name;
+    o.num_threads = sa_bench_cfg.threads;
+    if (sa_context_create(&o, &contexts[i]) != SA_OK)
+      contexts[i] = NULL;
+  }
+  return contexts[i];
+}
+
+static const float *ensure_ref(int idx, shape_data *sd) {
+  if (refs[idx])
+    return refs[idx];
+  sa_context *ctx = context_for(sa_bench_oracle());
+  sa_attention_desc d = desc_of(&shapes[idx], SA_ALGO_THREE_PASS);
+  float *r = sa_bench_alloc(sd->o_elems);
+  if (!ctx || sa_attention(ctx, &d, sd->q, sd->k, sd->v, r) != SA_OK) {
+    sa_bench_free(r);
+    return NULL;
+  }
+  refs[idx] = r;
+  return r;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs((double)a[i] - (double)b[i]);
+    if (!(e <= m)) /* NaN wins */
+      m = e;
+  }
+  return m;
+}
+
+/* ---------------------------------------------------------------- rows */
+
+typedef struct attn_arg {
+  int shape;
+  const sa_kernel_set *ks; /* NULL: the OpenBLAS baseline */
+  sa_algorithm algo;
+  int have_err;
+  double err;
+} attn_arg;
+
+static void bm_attention(sa_bench_state *st, void *argp) {
+  attn_arg *a = argp;
+  const shape *s = &shapes[a->shape];
+  shape_data *sd = data_for(a->shape);
+  sa_attention_desc desc = desc_of(s, a->algo);
+  const sa_kernel_set *oracle = sa_bench_oracle();
+  /* The oracle's own three_pass row produces the reference as it runs. */
+  int makes_ref = a->ks == oracle && a->algo == SA_ALGO_THREE_PASS &&
+                  !refs[a->shape];
+  sa_context *ctx = NULL;
+  if (a->ks && !(ctx = context_for(a->ks))) {
+    sa_bench_skip_with_error(st, "sa_context_create failed");
+    return;
+  }
+#ifdef SA_BENCH_HAVE_OPENBLAS
+  if (!a->ks && !sd->s)
+    sd->s = sa_bench_alloc(s->lq * s->lkv);
+#endif
+  if (!a->have_err && !makes_ref && !ensure_ref(a->shape, sd)) {
+    sa_bench_skip_with_error(st, "the oracle failed on this shape");
+    return;
+  }
+
+  sa_status rc = SA_OK;
+  size_t it = 0;
+  while (sa_bench_keep_running(st)) {
+    size_t c = it++ % sd->copies;
+    const float *k = sd->k + c * sd->kv_elems, *v = sd->v + c * sd->kv_elems;
+    if (a->ks) {
+      sa_status r = sa_attention(ctx, &desc, sd->q, k, v, sd->o);
+      if (r != SA_OK)
+        rc = r;
+    } else {
+#ifdef SA_BENCH_HAVE_OPENBLAS
+      sa_openblas_attention(&desc, sd->q, k, v, sd->o, sd->s);
+#endif
+    }
+    sa_bench_clobber_memory();
+  }
+  if (rc != SA_OK) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "sa_attention: %s %s", sa_status_str(rc),
+             sa_last_error());
+    sa_bench_skip_with_error(st, msg);
+    return;
+  }
+
+  if (makes_ref) {
+    refs[a->shape] = sa_bench_alloc(sd->o_elems);
+    memcpy(refs[a->shape], sd->o, sd->o_elems * sizeof(float));
+  }
+  if (!a->have_err) {
+    a->err = max_abs_diff(sd->o, refs[a->shape], sd->o_elems);
+    a->have_err = 1;
+  }
+
+  double iters = (double)sa_bench_iterations(st);
+  double flops = flops_of(s);
+  sa_bench_counter(st, "flops", flops, SA_BENCH_PLAIN);
+  sa_bench_counter(st, "GFLOPS", flops * iters * 1e-9, SA_BENCH_RATE);
+  double peak = sa_peak_gflops(a->ks ? a->ks->isa : NULL);
+  if (peak > 0)
+    sa_bench_counter(st, "pct_peak", 100.0 * flops * iters * 1e-9 / peak,
+                     SA_BENCH_RATE);
+  if (s->kind == DECODE) {
+    double bytes = (double)sd->kv_elems * 2 * sizeof(float);
+    sa_bench_set_bytes_processed(st, (int64_t)(bytes * iters));
+    sa_bench_counter(st, "GBps", bytes * iters * 1e-9, SA_BENCH_RATE);
+    double bw = sa_peak_mem_gbs();
+    if (bw > 0)
+      sa_bench_counter(st, "pct_peak_bw", 100.0 * bytes * iters * 1e-9 / bw,
+                       SA_BENCH_RATE);
+  }
+  sa_bench_counter(st, "max_abs_err", a->err, SA_BENCH_PLAIN);
+}
+
+static void add(int shape_idx, const sa_kernel_set *ks, sa_algorithm algo) {
+  attn_arg *a = calloc(1, sizeof *a); /* lives until exit */
+  if (!a)
+    abort();
+  a->shape = shape_idx;
+  a->ks = ks;
+  a->algo = algo;
+  const shape *s = &shapes[shape_idx];
+  char name[160];
+  if (ks)
+    snprintf(name, sizeof name, "attn/%s/%s/%s",
+             algo == SA_ALGO_FUSED ? "fused" : "three_pass", ks->name, s->name);
+  else
+    snprintf(name, sizeof name, "attn/gemm/openblas/%s", s->name);
+  sa_bench *b = sa_bench_register(name, bm_attention, a);
+  sa_bench_set_unit(b, SA_BENCH_MS);
+  sa_bench_timing(b);
+  /* The oracle is slow (plain C, no FMA): where a call takes a good part of
+   * a second, one call is the measurement, and one repetition. */
+  if (ks && ks->requires == 0 && flops_of(s) / sa_bench_cfg.threads > 0.2e9) {
+    sa_bench_set_repetitions(b, 1);
+    sa_bench_set_min_time(b, 1e-3);
+  }
+}
+
+void sa_bench_register_attention(void) {
+  if (sa_bench_cfg.quick) {
+    add_shape(PREFILL, 2, 2, 256, 256, 64);
+    add_shape(CAUSAL, 2, 2, 256, 256, 64);
+    add_shape(DECODE, 8, 2, 1, 1024, 64);
+    add_shape(CROSS, 2, 2, 77, 512, 64);
+  } else {
+    static const size_t lens[] = {512, 2048, 4096}, dims[] = {64, 128};
+    for (size_t i = 0; i < 3; i++)
+      for (size_t j = 0; j < 2; j++)
+        add_shape(PREFILL, 8, 8, lens[i], lens[i], dims[j]);
+    add_shape(CAUSAL, 8, 8, 2048, 2048, 128);
+    add_shape(DECODE, 32, 8, 1, 4096, 128);
+    add_shape(CROSS, 8, 8, 77, 4096, 64);
+  }
+
+  const sa_kernel_set *oracle = sa_bench_oracle();
+  static const sa_algorithm algos[] = {SA_ALGO_THREE_PASS, SA_ALGO_FUSED};
+  for (size_t si = 0; si < n_shapes; si++) {
+    /* The oracle first: its three_pass row leaves the reference behind. */
+    for (size_t a = 0; a < 2; a++)
+      add((int)si, oracle, algos[a]);
+    for (size_t i = 0; i < sa_kernel_set_count(); i++) {
+      const sa_kernel_set *ks = sa_kernel_set_at(i);
+      if (ks == oracle || !sa_kernel_set_supported(ks))
+        continue;
+      for (size_t a = 0; a < 2; a++)
+        add((int)si, ks, algos[a]);
+    }
+#ifdef SA_BENCH_HAVE_OPENBLAS
+    add((int)si, NULL, SA_ALGO_THREE_PASS);
+#endif
+  }
+}

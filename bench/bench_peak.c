@@ -1,0 +1,202 @@
+/*
+ * The peak probes: what "% of peak" in the tables is measured against, taken
+ * on this machine in the same run. peak/fma/<isa> runs a chain of independent
+ * FMAs (bench/peak_<isa>.c, built with that ISA's flags only) and is called
+ * only when sa_cpu_features() says the CPU and OS support it;
+ * peak/mem/read_<size> streams through a buffer far larger than the caches.
+ *
+ * This table is the one place in bench/ that spells ISA names: a probe is ISA
+ * code by nature. Its `isa` strings match sa_kernel_set.isa.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+uint64_t sa_peak_fma__scalar(uint64_t reps, float *sink);
+uint64_t sa_peak_fma__avx2(uint64_t reps, float *sink);
+uint64_t sa_peak_fma__avx512(uint64_t reps, float *sink);
+uint64_t sa_peak_fma__neon(uint64_t reps, float *sink);
+
+static const sa_peak_probe probes[] = {
+    {"scalar", 0, sa_peak_fma__scalar},
+#if SA_BENCH_HAVE_PEAK_AVX2
+    {"avx2", SA_CPU_AVX | SA_CPU_AVX2 | SA_CPU_FMA, sa_peak_fma__avx2},
+#endif
+#if SA_BENCH_HAVE_PEAK_AVX512
+    {"avx512", SA_CPU_AVX | SA_CPU_AVX512F, sa_peak_fma__avx512},
+#endif
+#if SA_BENCH_HAVE_PEAK_NEON
+    {"neon", SA_CPU_NEON, sa_peak_fma__neon},
+#endif
+};
+#define N_PROBES (sizeof probes / sizeof probes[0])
+
+size_t sa_peak_probe_count(void) { return N_PROBES; }
+const sa_peak_probe *sa_peak_probe_at(size_t i) {
+  return i < N_PROBES ? &probes[i] : NULL;
+}
+
+static int runnable(const sa_peak_probe *p) {
+  return (sa_cpu_features() & p->requires) == p->requires;
+}
+
+/* Single-thread values: -1 unknown yet, 0 not runnable here. */
+static double fma_gflops[N_PROBES + 1];
+static double mem_gbs = -1;
+static int peaks_init;
+
+static void init_peaks(void) {
+  if (peaks_init)
+    return;
+  for (size_t i = 0; i < N_PROBES; i++)
+    fma_gflops[i] = -1;
+  peaks_init = 1;
+}
+
+/* The same clock the rows are timed with (sa_bench_timing). */
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(sa_bench_cfg.threads > 1 ? CLOCK_MONOTONIC
+                                         : CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Best of five ~5 ms runs: enough for a percentage column. */
+static double measure_fma(const sa_peak_probe *p) {
+  float sink;
+  double best = 0;
+  uint64_t reps = 1 << 14;
+  for (int t = 0; t < 5; t++) {
+    double t0 = now_s();
+    uint64_t flops = p->fn(reps, &sink);
+    double dt = now_s() - t0;
+    sa_bench_do_not_optimize(&sink);
+    if (dt < 2e-3) {
+      reps *= 4;
+      t--;
+      continue;
+    }
+    if (flops / dt > best)
+      best = flops / dt;
+  }
+  return best * 1e-9;
+}
+
+static unsigned char *mem_buf;
+static unsigned char *mem_buffer(void) {
+  if (!mem_buf) {
+    mem_buf = (unsigned char *)sa_bench_alloc(sa_bench_cfg.mem_bytes / 4);
+    memset(mem_buf, 1, sa_bench_cfg.mem_bytes);
+  }
+  return mem_buf;
+}
+
+static double measure_mem(void) {
+  unsigned char *b = mem_buffer();
+  double best = 0;
+  for (int t = 0; t < 2; t++) {
+    double t0 = now_s();
+    uint64_t s = sa_peak_read(b, sa_bench_cfg.mem_bytes);
+    double dt = now_s() - t0;
+    sa_bench_do_not_optimize(&s);
+    if (sa_bench_cfg.mem_bytes / dt > best)
+      best = sa_bench_cfg.mem_bytes / dt;
+  }
+  return best * 1e-9;
+}
+
+double sa_peak_gflops(const char *isa) {
+  init_peaks();
+  double best = 0;
+  for (size_t i = 0; i < N_PROBES; i++) {
+    if (isa && strcmp(isa, probes[i].isa) != 0)
+      continue;
+    if (fma_gflops[i] < 0)
+      fma_gflops[i] = runnable(&probes[i]) ? measure_fma(&probes[i]) : 0;
+    if (fma_gflops[i] > best)
+      best = fma_gflops[i];
+  }
+  return best * sa_bench_cfg.threads;
+}
+
+double sa_peak_mem_gbs(void) {
+  if (mem_gbs < 0)
+    mem_gbs = measure_mem();
+  return mem_gbs;
+}
+
+int sa_peak_parse(const char *spec) {
+  init_peaks();
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    char *colon = strchr(tok, ':');
+    if (!colon)
+      return -1;
+    *colon = '\0';
+    char *end;
+    double v = strtod(colon + 1, &end);
+    if (*end || !(v > 0) || !isfinite(v))
+      return -1;
+    if (strcmp(tok, "mem") == 0) {
+      mem_gbs = v;
+      continue;
+    }
+    size_t i = 0;
+    while (i < N_PROBES && strcmp(tok, probes[i].isa) != 0)
+      i++;
+    if (i == N_PROBES)
+      return -1;
+    fma_gflops[i] = v;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- rows */
+
+static void bm_fma(sa_bench_state *st, void *arg) {
+  const sa_peak_probe *p = arg;
+  float sink = 0;
+  double flops = 0;
+  while (sa_bench_keep_running(st))
+    flops += (double)p->fn(1 << 16, &sink);
+  sa_bench_do_not_optimize(&sink);
+  sa_bench_counter(st, "GFLOPS", flops * 1e-9, SA_BENCH_RATE);
+}
+
+static void bm_mem(sa_bench_state *st, void *arg) {
+  (void)arg;
+  unsigned char *b = mem_buffer(); /* before the loop: not timed */
+  uint64_t s = 0;
+  while (sa_bench_keep_running(st))
+    s += sa_peak_read(b, sa_bench_cfg.mem_bytes);
+  sa_bench_do_not_optimize(&s);
+  double bytes = (double)sa_bench_cfg.mem_bytes * sa_bench_iterations(st);
+  sa_bench_set_bytes_processed(st, (int64_t)bytes);
+  sa_bench_counter(st, "GBps", bytes * 1e-9, SA_BENCH_RATE);
+}
+
+void sa_bench_register_peaks(void) {
+  char name[128];
+  for (size_t i = 0; i < N_PROBES; i++) {
+    if (!runnable(&probes[i]))
+      continue;
+    snprintf(name, sizeof name, "peak/fma/%s", probes[i].isa);
+    sa_bench *b = sa_bench_register(name, bm_fma, (void *)&probes[i]);
+    sa_bench_set_unit(b, SA_BENCH_US);
+    sa_bench_timing(b);
+  }
+  size_t mib = sa_bench_cfg.mem_bytes >> 20;
+  if (mib % 1024 == 0)
+    snprintf(name, sizeof name, "peak/mem/read_%zuGiB", mib / 1024);
+  else
+    snprintf(name, sizeof name, "peak/mem/read_%zuMiB", mib);
+  sa_bench *b = sa_bench_register(name, bm_mem, NULL);
+  sa_bench_set_unit(b, SA_BENCH_MS);
+  sa_bench_timing(b);
+}
