@@ -239,8 +239,9 @@ static void gather_context(void) {
     snprintf(dst + len, 512 - len, "%s%s", len ? " " : "", ks->name);
     char key[40];
     snprintf(key, sizeof key, "sa_set_%s", ks->name);
-    put(key, "%s [%s, exp %s]", ks->about, ks->isa, ks->exp_impl);
+    put(key, "%s [isa %s, exp %s]", ks->about, ks->isa, ks->exp_impl);
   }
+  put("sa_oracle", "%s", sa_bench_oracle()->name);
   put("sa_sets_run", "%s", run);
   put("sa_sets_skipped", "%s", skip[0] ? skip : "none");
 }

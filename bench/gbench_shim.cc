@@ -62,6 +62,14 @@ void sa_bench_set_iterations(sa_bench *b, int64_t n) {
   B(b)->Iterations(static_cast<benchmark::IterationCount>(n));
 }
 void sa_bench_use_real_time(sa_bench *b) { B(b)->UseRealTime(); }
+void sa_bench_add_max_statistic(sa_bench *b) {
+  B(b)->ComputeStatistics("max", [](const std::vector<double> &v) -> double {
+    double m = v.empty() ? 0.0 : v[0];
+    for (double x : v)
+      m = x > m ? x : m;
+    return m;
+  });
+}
 void sa_bench_measure_process_cpu_time(sa_bench *b) {
   B(b)->MeasureProcessCPUTime();
 }

@@ -56,6 +56,11 @@ void sa_bench_use_real_time(sa_bench *b);
  * main thread's: with one working thread, robust on a shared machine. */
 void sa_bench_measure_process_cpu_time(sa_bench *b);
 
+/* Adds a "max" aggregate over the repetitions (next to mean, median, stddev,
+ * cv), applied to the times and every counter: for probes whose best run is
+ * the answer (a peak rate). */
+void sa_bench_add_max_statistic(sa_bench *b);
+
 /* ------------------------------------------------------------ in the body */
 
 /* The timing loop: while (sa_bench_keep_running(st)) { ... } */

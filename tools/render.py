@@ -1,0 +1,616 @@
+#!/usr/bin/env python3
+"""Render simdattn benchmark results (Google Benchmark JSON) as tables and plots.
+
+    tools/render.py results/*/bench.json                  Markdown on stdout
+    tools/render.py --out comparison results/*/bench.json  + comparison.md,
+                                                            .csv and .png
+    tools/render.py --merge out.json part1.json part2.json  join the parts
+                                                            of one run
+    tools/render.py --peak-flag bench.json                  --sa_peak=... from
+                                                            the probe rows
+
+One file per CPU (as `make compare` writes under results/<cpu>/) gives one
+column group per CPU in the tables, which is how results are published.
+Files from the same CPU and thread count are joined into one group.
+
+Python 3 standard library only. The output depends on the JSON alone, so
+re-rendering a results file reproduces the table `make compare` printed.
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TIME_SUFFIX = re.compile(r"/(process_time|real_time|manual_time)$")
+UNIT_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+UNIT_LABEL = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s"}
+
+
+# ----------------------------------------------------------------- loading
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or "benchmarks" not in data:
+        raise ValueError(f"{path}: not a Google Benchmark JSON report")
+    return data
+
+
+def base_name(entry):
+    name = entry.get("run_name") or entry["name"]
+    return TIME_SUFFIX.sub("", name)
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    if n == 0:
+        return None
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def pick_rows(benchmarks):
+    """One record per benchmark: the median aggregate when there is one,
+    else the median of its iteration runs. Keeps first-appearance order."""
+    order, aggs, iters = [], {}, {}
+    for e in benchmarks:
+        name = base_name(e)
+        if name not in aggs and name not in iters:
+            order.append(name)
+        if e.get("run_type") == "aggregate":
+            aggs.setdefault(name, {})[e.get("aggregate_name")] = e
+        else:
+            iters.setdefault(name, []).append(e)
+    rows = []
+    for name in order:
+        if name in aggs and "median" in aggs[name]:
+            e = dict(aggs[name]["median"])
+            e["_aggs"] = aggs[name]
+        elif name in iters:
+            runs = iters[name]
+            ok = [r for r in runs if not r.get("error_occurred")]
+            if not ok:
+                e = dict(runs[0])
+            else:
+                ok.sort(key=lambda r: r.get("cpu_time", 0.0))
+                e = dict(ok[(len(ok) - 1) // 2])
+                e["repetitions"] = len(ok)
+        else:
+            continue
+        e["base"] = name
+        rows.append(e)
+    return rows
+
+
+class Run:
+    """The results of one CPU (and thread count): context and rows."""
+
+    def __init__(self, ctx):
+        self.ctx = dict(ctx)
+        self.rows = {}   # base name -> entry
+        self.order = []
+
+    def add(self, entries):
+        for e in entries:
+            if e["base"] not in self.rows:
+                self.order.append(e["base"])
+            self.rows[e["base"]] = e
+
+    @property
+    def slug(self):
+        return self.ctx.get("sa_cpu_slug") or self.ctx.get("host_name", "cpu")
+
+    @property
+    def threads(self):
+        try:
+            return int(self.ctx.get("sa_threads", "1"))
+        except ValueError:
+            return 1
+
+    @property
+    def label(self):
+        t = self.threads
+        return self.slug + (f" ({t} threads)" if t > 1 else "")
+
+    def cpu_timed(self):
+        return self.ctx.get("sa_timing", "").startswith("process")
+
+    # -- derived values
+
+    def set_info(self, name):
+        about = self.ctx.get("sa_set_" + name, "")
+        m = re.search(r"\[isa ([^,\]]+), exp ([^\]]+)\]$", about)
+        return (m.group(1), m.group(2)) if m else (None, None)
+
+    def peaks(self):
+        """Probe results: the best repetition (the "max" aggregate) when there
+        is one, since noise only ever slows a probe down; else the median."""
+        fma, mem = {}, None
+        for name, e in self.rows.items():
+            if e.get("error_occurred"):
+                continue
+            e = e.get("_aggs", {}).get("max", e)
+            p = name.split("/")
+            if len(p) == 3 and p[:2] == ["peak", "fma"] and "GFLOPS" in e:
+                fma[p[2]] = e["GFLOPS"]
+            elif len(p) == 3 and p[:2] == ["peak", "mem"] and "GBps" in e:
+                mem = (p[2], e["GBps"])
+        return fma, mem
+
+    def time_of(self, e):
+        return e.get("cpu_time" if self.cpu_timed() else "real_time")
+
+
+def load_runs(paths):
+    runs = []
+    for path in paths:
+        data = load(path)
+        ctx = data.get("context", {})
+        key = (ctx.get("sa_cpu_slug") or ctx.get("host_name"), ctx.get("sa_threads", "1"))
+        for r in runs:
+            if (r.slug, r.ctx.get("sa_threads", "1")) == key:
+                break
+        else:
+            r = Run(ctx)
+            runs.append(r)
+        r.add(pick_rows(data["benchmarks"]))
+    return runs
+
+
+# ----------------------------------------------------------------- numbers
+
+def sig(x, digits=3):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if x == 0:
+        return "0"
+    mag = int(math.floor(math.log10(abs(x))))
+    decimals = max(0, digits - 1 - mag)
+    return f"{x:.{decimals}f}"
+
+
+def fmt_time(t, unit):
+    return "—" if t is None else f"{sig(t)} {UNIT_LABEL.get(unit, unit)}"
+
+
+def fmt_pct(p, suffix=""):
+    return "—" if p is None else f"{p:.1f}%{suffix}"
+
+
+def fmt_ratio(r):
+    return "—" if r is None else f"{sig(r)}×"
+
+
+def fmt_err(e):
+    if e is None:
+        return "—"
+    if isinstance(e, float) and math.isnan(e):
+        return "NaN"
+    return "0" if e == 0 else f"{e:.1e}"
+
+
+# ----------------------------------------------------------------- the model
+
+def analyse(run):
+    """Returns a list of dicts, one per row, with every derived value."""
+    fma, mem = run.peaks()
+    threads = run.threads
+    oracle = run.ctx.get("sa_oracle", "scalar")
+    best = max(fma.values()) if fma else None
+    out = []
+    for name in run.order:
+        e = run.rows[name]
+        p = name.split("/")
+        if p[0] == "peak":
+            e = e.get("_aggs", {}).get("max", e)
+        r = {"name": name, "kind": p[0], "run": run, "entry": e,
+             "error": e.get("error_message") if e.get("error_occurred") else None,
+             "time": run.time_of(e), "unit": e.get("time_unit", "ns"),
+             "reps": e.get("repetitions", 1),
+             "gflops": e.get("GFLOPS"), "gbps": e.get("GBps"),
+             "items": e.get("items_per_second"),
+             "err": e.get("max_abs_err"), "pct": None, "pct_bw": None,
+             "vs_scalar": None, "vs_openblas": None}
+        if p[0] == "peak":
+            r.update(op=p[1], set=p[2], shape="")
+        elif p[0] == "kernel" and len(p) == 4:
+            r.update(op=p[1], set=p[2], shape=p[3])
+        elif p[0] == "attn" and len(p) == 4:
+            r.update(op=p[1], set=p[2], shape=p[3])
+        else:
+            r.update(op="", set="", shape="")
+        if r["kind"] in ("kernel", "attn") and r["gflops"] is not None and not r["error"]:
+            isa = run.set_info(r["set"])[0]
+            peak = fma.get(isa) if isa else (best if r["set"] == "openblas" else None)
+            if peak:
+                r["pct"] = 100.0 * r["gflops"] / (peak * threads)
+            elif "pct_peak" in e:
+                r["pct"] = e["pct_peak"]
+            if r["gbps"] is not None:
+                if mem:
+                    r["pct_bw"] = 100.0 * r["gbps"] / mem[1]
+                elif "pct_peak_bw" in e:
+                    r["pct_bw"] = e["pct_peak_bw"]
+        out.append(r)
+
+    # Ratios: against the oracle with the same operation/algorithm (OpenBLAS:
+    # against the oracle's three_pass, the same three steps), and against
+    # OpenBLAS on the same shape. Both are speed ratios: > 1 is faster.
+    index = {(r["kind"], r["op"], r["set"], r["shape"]): r for r in out}
+    for r in out:
+        if r["kind"] not in ("kernel", "attn") or r["error"]:
+            continue
+        speed = r["gflops"] if r["gflops"] is not None else r["items"]
+        op = "three_pass" if r["set"] == "openblas" else r["op"]
+        base = index.get((r["kind"], op, oracle, r["shape"]))
+        if base and not base["error"]:
+            bs = base["gflops"] if base["gflops"] is not None else base["items"]
+            if speed and bs:
+                r["vs_scalar"] = speed / bs
+        if r["kind"] == "attn":
+            ob = index.get(("attn", "gemm", "openblas", r["shape"]))
+            if ob and not ob["error"] and ob["gflops"] and speed:
+                r["vs_openblas"] = speed / ob["gflops"]
+    return out
+
+
+# ----------------------------------------------------------------- markdown
+
+def header_lines(run):
+    c = run.ctx
+    fma, mem = run.peaks()
+    lines = [f"**{c.get('sa_cpu_model', '?')}** (`{run.slug}`)", ""]
+    lines.append(f"- SIMD features: {c.get('sa_cpu_features', '?')}")
+    lines.append(f"- Compiler: {c.get('sa_compiler', '?')}; flags: {c.get('sa_cflags', '?')}")
+    libs = [f"simdattn {c.get('sa_version_simdattn', '?')}",
+            f"SLEEF {c.get('sa_version_sleef', '?')}",
+            f"hwloc {c.get('sa_version_hwloc', '?')}",
+            f"Google Benchmark {c.get('sa_version_gbench', '?')}"]
+    lines.append("- Libraries: " + ", ".join(libs))
+    lines.append(f"- OpenBLAS: {c.get('sa_openblas', 'not in this run')}")
+    t = c.get("sa_threads", "?")
+    asked = c.get("sa_threads_asked")
+    tline = f"- Threads: {t}" + (f" (asked {asked})" if asked else "")
+    tline += f", {c.get('sa_pinning', '?')}; timing: {c.get('sa_timing', '?')}"
+    reps = [e.get("repetitions", 1) for n, e in run.rows.items()
+            if not n.startswith("peak/")]
+    if reps:
+        most = max(set(reps), key=reps.count)
+        tline += f"; median of {most} repetitions"
+        few = sum(1 for x in reps if x < most)
+        if few:
+            tline += f" ({few} slow rows: {min(reps)})"
+    lines.append(tline)
+    pk = ", ".join(f"{isa} {sig(v)}" for isa, v in fma.items())
+    pl = f"- Peaks measured in this run (one thread, best repetition): FMA {pk or '—'} GFLOP/s"
+    if mem:
+        pl += f"; streaming read {mem[0].replace('read_', '')} {sig(mem[1])} GB/s"
+    lines.append(pl)
+    lines.append(f"- Kernel sets run: {c.get('sa_sets_run', '?')}; "
+                 f"skipped (CPU lacks them): {c.get('sa_sets_skipped', '?')}")
+    lines.append(f"- Suite: {c.get('sa_suite', '?')}; date {c.get('date', '?')}; "
+                 f"host {c.get('host_name', '?')}, {c.get('num_cpus', '?')} CPUs")
+    return lines
+
+
+def table(head, align, rows):
+    out = ["| " + " | ".join(head) + " |",
+           "|" + "|".join("---" if a == "l" else "--:" for a in align) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(r) + " |")
+    return out
+
+
+def merged_keys(models, kind):
+    """(op, set, shape) keys of `kind` rows across runs, first-seen order."""
+    keys, seen = [], set()
+    for m in models:
+        for r in m:
+            if r["kind"] != kind:
+                continue
+            k = (r["op"], r["set"], r["shape"])
+            if k not in seen:
+                seen.add(k)
+                keys.append(k)
+    return keys
+
+
+def attn_order(keys):
+    shapes = []
+    for k in keys:
+        if k[2] not in shapes:
+            shapes.append(k[2])
+    return sorted(keys, key=lambda k: (shapes.index(k[2]), keys.index(k)))
+
+
+def render_markdown(runs, models):
+    multi = len(runs) > 1
+    L = ["# simdattn benchmarks", ""]
+    for run in runs:
+        L += header_lines(run) + [""]
+
+    def cells(r, metrics):
+        if r is None:
+            return ["—"] * len(metrics)
+        if r["error"]:
+            return ["error: " + r["error"][:60]] + ["—"] * (len(metrics) - 1)
+        out = []
+        for m in metrics:
+            if m == "time":
+                out.append(fmt_time(r["time"], r["unit"]))
+            elif m == "gflops":
+                out.append(sig(r["gflops"]))
+            elif m == "gbps":
+                out.append(sig(r["gbps"]) if r["gbps"] is not None else "")
+            elif m == "rate":
+                if r["gflops"] is not None:
+                    out.append(sig(r["gflops"]) + " GFLOP/s")
+                elif r["items"] is not None:
+                    out.append(sig(r["items"] * 1e-9) + " Gelem/s")
+                else:
+                    out.append("—")
+            elif m == "pct":
+                if r["pct_bw"] is not None:
+                    out.append(fmt_pct(r["pct_bw"], " bw"))
+                else:
+                    out.append(fmt_pct(r["pct"]) if r["pct"] is not None else "—")
+            elif m == "vs_scalar":
+                out.append(fmt_ratio(r["vs_scalar"]))
+            elif m == "vs_openblas":
+                out.append(fmt_ratio(r["vs_openblas"]))
+            elif m == "err":
+                out.append(fmt_err(r["err"]))
+        return out
+
+    def prefixed(names):
+        if not multi:
+            return names
+        return [f"{run.label}: {n}" for run in runs for n in names]
+
+    idx = [{(r["kind"], r["op"], r["set"], r["shape"]): r for r in m} for m in models]
+
+    # Attention
+    keys = attn_order(merged_keys(models, "attn"))
+    if keys:
+        metrics = ["time", "gflops", "gbps", "pct", "vs_scalar", "vs_openblas", "err"]
+        names = ["time", "GFLOP/s", "GB/s", "% peak", "× scalar", "× OpenBLAS",
+                 "max abs err"]
+        L += ["## Attention (sa_attention, batch 1, per call)", ""]
+        rows = []
+        for (op, s, shape) in keys:
+            row = [shape, f"{op} {s}"]
+            for i in idx:
+                row += cells(i.get(("attn", op, s, shape)), metrics)
+            rows.append(row)
+        L += table(["shape", "variant"] + prefixed(names),
+                   ["l", "l"] + ["r"] * (len(names) * len(runs)), rows)
+        L += ["",
+              "GFLOP/s: 4·d·(visible query-key pairs)·heads per call, d = dim_qk = dim_v "
+              "(causal: only the pairs the mask lets through, L·(L+1)/2 per head). "
+              "GB/s (decode): bytes of K and V read per call. "
+              "% peak: of this run's FMA probe for the row's ISA (OpenBLAS: the best "
+              "probe), times the threads; `bw`: of the streaming-read probe. "
+              "× scalar: speed over the scalar set with the same algorithm "
+              "(OpenBLAS: over scalar three_pass). × OpenBLAS: speed over the "
+              "cblas_sgemm + softmax + cblas_sgemm baseline. max abs err: against "
+              "the scalar set's three_pass output on the same inputs.", ""]
+
+    # Micro-kernels
+    keys = merged_keys(models, "kernel")
+    if keys:
+        metrics = ["time", "rate", "pct", "vs_scalar"]
+        names = ["time", "rate", "% peak", "× scalar"]
+        L += ["## Micro-kernels (one tile of 64 query rows, in cache, per call)", ""]
+        rows = []
+        for (op, s, shape) in keys:
+            row = [op, shape, s]
+            for i in idx:
+                row += cells(i.get(("kernel", op, s, shape)), metrics)
+            rows.append(row)
+        L += table(["kernel", "tile", "set"] + prefixed(names),
+                   ["l", "l", "l"] + ["r"] * (len(names) * len(runs)), rows)
+        L += ["",
+              "score, wsum: 2·m·n·d flops per call; softmax, softmax_online: "
+              "elements (m·n) per second.", ""]
+
+    # Peaks
+    keys = merged_keys(models, "peak")
+    if keys:
+        L += ["## Peak probes (same run, one thread, best repetition)", ""]
+        rows = []
+        for (op, s, shape) in keys:
+            row = [f"peak/{op}/{s}"]
+            for i in idx:
+                r = i.get(("peak", op, s, shape))
+                if r is None or r["error"]:
+                    row.append("—")
+                elif r["gbps"] is not None:
+                    row.append(sig(r["gbps"]) + " GB/s")
+                else:
+                    row.append(sig(r["gflops"]) + " GFLOP/s")
+            rows.append(row)
+        L += table(["probe"] + ([run.label for run in runs] if multi else ["value"]),
+                   ["l"] + ["r"] * len(runs), rows)
+        L += [""]
+    return "\n".join(L).rstrip() + "\n"
+
+
+# ----------------------------------------------------------------- CSV
+
+CSV_FIELDS = ["cpu", "cpu_model", "threads", "kind", "op", "set", "shape", "name",
+              "time", "time_unit", "repetitions", "gflops", "gbps",
+              "items_per_second", "pct_peak", "pct_peak_bw", "speedup_vs_scalar",
+              "speed_vs_openblas", "max_abs_err", "error"]
+
+
+def write_csv(path, runs, models):
+    def num(x):
+        return "" if x is None else repr(float(x))
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_FIELDS)
+        for run, m in zip(runs, models):
+            for r in m:
+                w.writerow([run.slug, run.ctx.get("sa_cpu_model", ""), run.threads,
+                            r["kind"], r["op"], r["set"], r["shape"], r["name"],
+                            num(r["time"]), r["unit"], r["reps"], num(r["gflops"]),
+                            num(r["gbps"]), num(r["items"]), num(r["pct"]),
+                            num(r["pct_bw"]), num(r["vs_scalar"]),
+                            num(r["vs_openblas"]), num(r["err"]), r["error"] or ""])
+
+
+# ----------------------------------------------------------------- plot
+
+# (light, dark) per kernel set: three_pass light, fused dark.
+PALETTE = [("#9e9e9e", "#424242"), ("#90caf9", "#1565c0"), ("#a5d6a7", "#2e7d32"),
+           ("#ffcc80", "#e65100"), ("#ef9a9a", "#c62828"), ("#ce93d8", "#6a1b9a"),
+           ("#80deea", "#00838f"), ("#fff59d", "#f9a825"), ("#bcaaa4", "#4e342e")]
+
+def write_plot(png, run, model):
+    """Clustered bars: GFLOP/s of every attention variant per shape (log y)."""
+    gp = shutil.which("gnuplot")
+    if not gp:
+        print("render: gnuplot not found (gnuplot-nox): no plot", file=sys.stderr)
+        return False
+    rows = [r for r in model if r["kind"] == "attn"]
+    shapes, variants = [], []
+    for r in rows:
+        if r["shape"] not in shapes:
+            shapes.append(r["shape"])
+        v = f"{r['op']} {r['set']}"
+        if v not in variants:
+            variants.append(v)
+    if not shapes:
+        return False
+    val = {(r["shape"], f"{r['op']} {r['set']}"): r["gflops"] for r in rows
+           if not r["error"] and r["gflops"]}
+    with tempfile.TemporaryDirectory() as tmp:
+        dat = os.path.join(tmp, "plot.dat")
+        with open(dat, "w", encoding="utf-8") as f:
+            f.write("shape\t" + "\t".join(f'"{v}"' for v in variants) + "\n")
+            for s in shapes:
+                f.write(f'"{s}"\t' + "\t".join(
+                    repr(val[(s, v)]) if (s, v) in val else "?" for v in variants) + "\n")
+        lo = min(val.values()) if val else 1.0
+        ymin = 10 ** math.floor(math.log10(lo)) if lo > 0 else 0.1
+        # One colour per kernel set, darker for fused than for three_pass.
+        sets = []
+        for v in variants:
+            s = v.split(" ", 1)[-1]
+            if s not in sets:
+                sets.append(s)
+        styles = []
+        for v in variants:
+            algo, s = (v.split(" ", 1) + [""])[:2]
+            base = PALETTE[sets.index(s) % len(PALETTE)]
+            colour = base[1] if algo == "fused" else base[0]
+            styles.append(f"lc rgb '{colour}'")
+        plots = ", ".join(
+            f"'{dat}' using {i + 2}:xtic(1) title columnheader({i + 2}) {st}"
+            for i, st in enumerate(styles))
+        title = f"simdattn attention, {run.ctx.get('sa_cpu_model', run.slug)}, " \
+                f"{run.threads} thread(s): GFLOP/s (log scale)"
+        width = max(1200, 60 * len(shapes) * max(1, len(variants)) // 2)
+        script = f"""
+set terminal pngcairo size {width},700 font ",10" noenhanced
+set output '{png}'
+set title '{title}'
+set datafile missing '?'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set logscale y
+set yrange [{ymin}:*]
+set ylabel 'GFLOP/s'
+set grid ytics
+set xtics rotate by -30 scale 0
+set key outside right top
+plot {plots}
+"""
+        res = subprocess.run([gp], input=script, text=True, capture_output=True)
+        if res.returncode != 0 or not os.path.exists(png):
+            # pngcairo may be missing: retry with the libgd png terminal
+            script = script.replace('pngcairo size', 'png size').replace(' font ",10"', '')
+            res = subprocess.run([gp], input=script, text=True, capture_output=True)
+        if res.returncode != 0:
+            print("render: gnuplot failed:\n" + res.stderr, file=sys.stderr)
+            return False
+    return True
+
+
+# ----------------------------------------------------------------- commands
+
+def merge(out, paths):
+    """Joins the JSON parts of one run: the first context, all benchmarks."""
+    merged = None
+    for p in paths:
+        d = load(p)
+        if merged is None:
+            merged = {"context": d.get("context", {}), "benchmarks": []}
+        elif d.get("context", {}).get("sa_cpu_slug") != merged["context"].get("sa_cpu_slug"):
+            raise SystemExit(f"render: {p} is from another CPU; render them together "
+                             "instead of merging")
+        merged["benchmarks"] += d["benchmarks"]
+    if merged is None:
+        raise SystemExit("render: nothing to merge")
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(merged, f, indent=1)
+        f.write("\n")
+
+
+def peak_flag(path):
+    run = load_runs([path])[0]
+    fma, mem = run.peaks()
+    parts = [f"{isa}:{v:.6g}" for isa, v in fma.items()]
+    if mem:
+        parts.append(f"mem:{mem[1]:.6g}")
+    return "--sa_peak=" + ",".join(parts) if parts else ""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("json", nargs="+", help="Google Benchmark JSON files")
+    ap.add_argument("--out", help="write OUT.md, OUT.csv and OUT.png "
+                    "(OUT-<cpu>.png per CPU when several)")
+    ap.add_argument("--quiet", action="store_true", help="do not print the table")
+    ap.add_argument("--merge", metavar="OUT_JSON",
+                    help="join the given JSON parts of one run into OUT_JSON")
+    ap.add_argument("--peak-flag", action="store_true",
+                    help="print --sa_peak=... from the probe rows and exit")
+    a = ap.parse_args(argv)
+
+    if a.merge:
+        merge(a.merge, a.json)
+        return 0
+    if a.peak_flag:
+        print(peak_flag(a.json[0]))
+        return 0
+
+    runs = load_runs(a.json)
+    models = [analyse(r) for r in runs]
+    md = render_markdown(runs, models)
+    if not a.quiet:
+        sys.stdout.write(md)
+    if a.out:
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        with open(a.out + ".md", "w", encoding="utf-8") as f:
+            f.write(md)
+        write_csv(a.out + ".csv", runs, models)
+        ok = True
+        for run, m in zip(runs, models):
+            png = a.out + ".png" if len(runs) == 1 else f"{a.out}-{run.slug}.png"
+            ok &= write_plot(os.path.abspath(png), run, m)
+        return 0 if ok else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
