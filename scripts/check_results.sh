@@ -1,0 +1,121 @@
+#!/bin/bash
+# Checks what `make compare` (QUICK=1 or not) left in results/<cpu>/:
+#   - bench.json: valid Google Benchmark JSON, rows present, no failed row,
+#     peak probes, attention and micro-kernel rows for every kernel set this
+#     CPU runs, and the OpenBLAS baseline when the bench was built with it;
+#     every attention row with GFLOP/s > 0 and a finite max abs error < 1e-2
+#   - bench.csv: the header and one line per benchmark
+#   - bench.md: the tables, and re-rendering bench.json gives the same text
+#   - bench.png: a PNG (signature bytes)
+# Exits non-zero with the reasons otherwise.
+#
+# Usage: scripts/check_results.sh [--build DIR] [--out DIR] [--threads N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=build out="" threads=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --build) build=$2; shift ;;
+  --out) out=$2; shift ;;
+  --threads) threads=$2; shift ;;
+  *) echo "check_results: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+bin=$build/bench/simdattn_bench
+if [ ! -x "$bin" ]; then
+  echo "check_results: FAIL: $bin is missing (was the bench built? libbenchmark-dev)" >&2
+  exit 1
+fi
+slug=$("$bin" --sa_print=slug)
+[ -n "$out" ] || out=results/$slug
+tag=bench
+[ "$threads" -gt 1 ] && tag=bench-t$threads
+sets=$("$bin" --sa_print=sets | tr '\n' ' ')
+
+fail=0
+bad() { echo "check_results: FAIL: $*" >&2; fail=1; }
+
+for ext in json csv md png; do
+  [ -s "$out/$tag.$ext" ] || bad "$out/$tag.$ext is missing or empty"
+done
+[ "$fail" = 0 ] || exit 1
+
+# JSON content, CSV rows
+python3 - "$out/$tag.json" "$out/$tag.csv" "$sets" <<'EOF' || fail=1
+import csv, json, math, re, sys
+path, csv_path, sets = sys.argv[1], sys.argv[2], sys.argv[3].split()
+problems = []
+try:
+    data = json.load(open(path, encoding="utf-8"))
+except Exception as e:
+    print(f"check_results: FAIL: {path} is not valid JSON: {e}", file=sys.stderr)
+    sys.exit(1)
+rows = data.get("benchmarks") or []
+if not rows:
+    problems.append(f"{path} has no benchmarks")
+strip = lambda n: re.sub(r"/(process_time|real_time)(_\w+)?$", "", n)
+names = {strip(r.get("run_name") or r["name"]) for r in rows}
+for r in rows:
+    if r.get("error_occurred"):
+        problems.append(f"{r['name']} failed: {r.get('error_message')}")
+if not any(n.startswith("peak/fma/") for n in names):
+    problems.append("no peak/fma probe row")
+if not any(n.startswith("peak/mem/") for n in names):
+    problems.append("no peak/mem probe row")
+for s in sets:
+    if s == "openblas":
+        if not any(n.startswith("attn/gemm/openblas/") for n in names):
+            problems.append("no attn/gemm/openblas row although the bench has OpenBLAS")
+        continue
+    for algo in ("three_pass", "fused"):
+        if not any(n.startswith(f"attn/{algo}/{s}/") for n in names):
+            problems.append(f"no attn/{algo}/{s}/ row for runnable set {s}")
+    for op in ("score", "softmax", "softmax_online", "wsum"):
+        if not any(n.startswith(f"kernel/{op}/{s}/") for n in names):
+            problems.append(f"no kernel/{op}/{s}/ row for runnable set {s}")
+medians = [r for r in rows if r["name"].startswith("attn/") and
+           (r.get("aggregate_name") == "median" or r.get("run_type") == "iteration")]
+for r in medians:
+    g, e = r.get("GFLOPS"), r.get("max_abs_err")
+    if not g or g <= 0:
+        problems.append(f"{r['name']}: no GFLOPS")
+    if e is None or not math.isfinite(e) or e >= 1e-2:
+        problems.append(f"{r['name']}: max_abs_err {e} vs the scalar set")
+try:
+    with open(csv_path, newline="", encoding="utf-8") as f:
+        table = list(csv.reader(f))
+    if not table or table[0][:3] != ["cpu", "cpu_model", "threads"]:
+        problems.append(f"{csv_path}: unexpected header")
+    elif len(table) - 1 < len(names):
+        problems.append(f"{csv_path}: {len(table) - 1} lines for {len(names)} benchmarks")
+except OSError as e:
+    problems.append(f"{csv_path}: {e}")
+for p in problems:
+    print(f"check_results: FAIL: {p}", file=sys.stderr)
+print(f"check_results: {path}: {len(names)} benchmarks, sets {' '.join(sets)}")
+sys.exit(1 if problems else 0)
+EOF
+
+# Markdown: the tables, and the renderer reproduces them from the JSON.
+grep -q '^| shape | variant |' "$out/$tag.md" || bad "$out/$tag.md has no attention table"
+grep -q '^| kernel | tile | set |' "$out/$tag.md" || bad "$out/$tag.md has no micro-kernel table"
+for s in $sets; do
+  grep -q "| [a-z_]* $s |" "$out/$tag.md" || bad "$out/$tag.md has no row for $s"
+done
+if ! python3 tools/render.py --quiet "$out/$tag.json" >/dev/null; then
+  bad "tools/render.py cannot render $out/$tag.json"
+elif ! python3 tools/render.py "$out/$tag.json" | cmp -s - "$out/$tag.md"; then
+  bad "re-rendering $out/$tag.json does not reproduce $out/$tag.md"
+fi
+
+# PNG signature: 89 50 4E 47 0D 0A 1A 0A
+sig=$(head -c 8 "$out/$tag.png" | od -An -tx1 | tr -d ' \n')
+[ "$sig" = "89504e470d0a1a0a" ] || bad "$out/$tag.png is not a PNG (starts with $sig)"
+
+if [ "$fail" != 0 ]; then
+  exit 1
+fi
+echo "check_results: OK: $out/$tag.{json,csv,md,png}"
