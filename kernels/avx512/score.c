@@ -1,0 +1,130 @@
+/*
+ * score, AVX-512: s[i][j] = scale * sum_p q[i][p] * k[j][p].
+ *
+ * A GEMM micro-kernel rather than blocked dot products: dot products along d
+ * need a horizontal reduction per s[i][j], which at d = 128 costs about a
+ * quarter of the FMA time. Instead each block of NR = 32 keys is transposed
+ * into a panel on the stack (KC values of d at a time), and one step of p is
+ * two aligned panel loads and MR broadcasts of q[i][p] feeding 2 MR FMAs into
+ * MR x 32 accumulators. Every s[i][j] is one lane summing p in order, as the
+ * oracle does; the panel is reused by every block of rows, so packing is
+ * O(n d) work against O(m n d) FMAs.
+ *
+ * Tails: keys past n are packed as zeros and their lanes masked off at the
+ * store; d past its end is read with masked loads, which do not fault;
+ * leftover rows run the same tile with fewer rows. d longer than KC is summed
+ * in chunks through s, scaled once after the last chunk.
+ */
+#include <immintrin.h>
+
+#include "kernels.h"
+#include "util.h"
+
+enum { MR = 8, NR = 32, KC = 256 };
+
+/* 16 keys x 16 values of d -> 16 panel rows of 16 keys. Keys at or past nk
+ * and values at or past np are read as 0 without touching memory. */
+static inline void pack16x16(const float *k, size_t ldk, size_t nk, size_t np,
+                             float *dst) {
+  __m512 r[16], t[16];
+  __mmask16 kd = sa_mask16(np);
+  for (size_t a = 0; a < 16; a++)
+    r[a] = a < nk ? _mm512_maskz_loadu_ps(kd, k + a * ldk) : _mm512_setzero_ps();
+  /* 32-bit, then 64-bit interleaves within 128-bit lanes, then a 4 x 4
+   * transpose of the 128-bit lanes themselves. */
+  for (size_t a = 0; a < 16; a += 2) {
+    t[a] = _mm512_unpacklo_ps(r[a], r[a + 1]);
+    t[a + 1] = _mm512_unpackhi_ps(r[a], r[a + 1]);
+  }
+  for (size_t g = 0; g < 16; g += 4) {
+    __m512d t0 = _mm512_castps_pd(t[g]), t1 = _mm512_castps_pd(t[g + 1]);
+    __m512d t2 = _mm512_castps_pd(t[g + 2]), t3 = _mm512_castps_pd(t[g + 3]);
+    r[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    r[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    r[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    r[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  /* r[4 g + c], 128-bit lane L: keys 4g..4g+3 at value 4L + c */
+  for (size_t c = 0; c < 4; c++) {
+    __m512 w0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);
+    __m512 w1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xee);
+    __m512 w2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
+    __m512 w3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xee);
+    _mm512_store_ps(dst + (0 + c) * NR, _mm512_shuffle_f32x4(w0, w2, 0x88));
+    _mm512_store_ps(dst + (4 + c) * NR, _mm512_shuffle_f32x4(w0, w2, 0xdd));
+    _mm512_store_ps(dst + (8 + c) * NR, _mm512_shuffle_f32x4(w1, w3, 0x88));
+    _mm512_store_ps(dst + (12 + c) * NR, _mm512_shuffle_f32x4(w1, w3, 0xdd));
+  }
+}
+
+/* panel[p][0..NR) = k[0..nk)[p] for p < round_up(kc, 16), zero-padded. */
+static void pack_panel(const float *k, size_t ldk, size_t nk, size_t kc,
+                       float *panel) {
+  for (size_t p = 0; p < kc; p += 16)
+    for (size_t g = 0; g < NR; g += 16)
+      pack16x16(k + g * ldk + p, ldk, nk > g ? nk - g : 0, kc - p,
+                panel + p * NR + g);
+}
+
+/* s[0..mr)[0..NR) (+)= q[0..mr)[0..kc) . panel, lanes outside k0/k1 left
+ * alone. mr is a constant at every call, so acc lives in registers. */
+static inline __attribute__((always_inline)) void
+tile(size_t mr, size_t kc, const float *q, size_t ldq, const float *panel,
+     float *s, size_t lds, __mmask16 k0, __mmask16 k1, int first, int last,
+     float scale) {
+  __m512 acc[MR][2];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++) {
+    acc[r][0] = first ? _mm512_setzero_ps()
+                      : _mm512_maskz_loadu_ps(k0, s + r * lds);
+    acc[r][1] = first ? _mm512_setzero_ps()
+                      : _mm512_maskz_loadu_ps(k1, s + r * lds + 16);
+  }
+  for (size_t p = 0; p < kc; p++) {
+    __m512 b0 = _mm512_load_ps(panel + p * NR);
+    __m512 b1 = _mm512_load_ps(panel + p * NR + 16);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < mr; r++) {
+      __m512 a = _mm512_set1_ps(q[r * ldq + p]);
+      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+  const __m512 vs = _mm512_set1_ps(last ? scale : 1.0f);
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++) {
+    _mm512_mask_storeu_ps(s + r * lds, k0, _mm512_mul_ps(acc[r][0], vs));
+    _mm512_mask_storeu_ps(s + r * lds + 16, k1, _mm512_mul_ps(acc[r][1], vs));
+  }
+}
+
+void sa_score__avx512(size_t m, size_t n, size_t d, const float *q,
+                      size_t ldq, const float *k, size_t ldk, float scale,
+                      float *s, size_t lds) {
+  _Alignas(64) float panel[KC * NR];
+  for (size_t j0 = 0; j0 < n; j0 += NR) {
+    size_t nk = n - j0 < NR ? n - j0 : NR;
+    __mmask16 k0 = sa_mask16(nk), k1 = sa_mask16(nk > 16 ? nk - 16 : 0);
+    size_t p0 = 0;
+    do { /* at least once, so that d = 0 still writes s = 0 */
+      size_t kc = d - p0 < KC ? d - p0 : KC;
+      int first = p0 == 0, last = p0 + kc == d;
+      pack_panel(k + j0 * ldk + p0, ldk, nk, kc, panel);
+      for (size_t i0 = 0; i0 < m; i0 += MR) {
+        const float *qi = q + i0 * ldq + p0;
+        float *si = s + i0 * lds + j0;
+        switch (m - i0 < MR ? m - i0 : MR) {
+        case 8: tile(8, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
+        case 7: tile(7, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
+        case 6: tile(6, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
+        case 5: tile(5, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
+        case 4: tile(4, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
+        case 3: tile(3, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
+        case 2: tile(2, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
+        default: tile(1, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
+        }
+      }
+      p0 += kc;
+    } while (p0 < d);
+  }
+}

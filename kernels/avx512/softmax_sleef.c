@@ -1,0 +1,22 @@
+/*
+ * softmax and softmax_online, AVX-512, exp from SLEEF's AVX-512F entry point
+ * (u10: within 1 ULP). Called by name rather than through SLEEF's dispatcher,
+ * whose CPUID check ignores whether the OS saves ZMM state; ours was made in
+ * dispatch/ before this set could be chosen. Row loops: softmax_impl.h.
+ */
+#include <sleef.h>
+
+#include "kernels.h"
+#include "softmax_impl.h"
+
+void sa_softmax__avx512_sleef(size_t m, size_t n, float *s, size_t lds,
+                              const size_t *len) {
+  sa_softmax16_rows(m, n, s, lds, len, Sleef_expf16_u10avx512f);
+}
+
+void sa_softmax_online__avx512_sleef(size_t m, size_t n, float *s, size_t lds,
+                                     const size_t *len, float *mx, float *l,
+                                     float *alpha) {
+  sa_softmax_online16_rows(m, n, s, lds, len, mx, l, alpha,
+                           Sleef_expf16_u10avx512f);
+}

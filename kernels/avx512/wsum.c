@@ -1,0 +1,83 @@
+/*
+ * wsum, AVX-512: o[i][c] = beta[i] * o[i][c] + sum_j p[i][j] * v[j][c].
+ *
+ * V is already laid out the way a GEMM micro-kernel wants its B panel (c is
+ * contiguous), so nothing is packed: one step of j loads NV vectors of
+ * v[j][c0..c0 + 16 NV) and broadcasts p[i][j] for MR rows, feeding MR NV
+ * FMAs into MR x 16 NV accumulators. Every o[i][c] is one lane summing j in
+ * order, as the oracle does. beta is folded into the single store at the end
+ * (beta NULL: o is only written, so it may hold NaN on entry).
+ *
+ * Tails: the columns past dv are masked off at every load and store of the
+ * last column block (a lane outside the mask is neither read nor faulted);
+ * leftover rows run the same tile with fewer rows.
+ */
+#include <immintrin.h>
+
+#include "kernels.h"
+#include "util.h"
+
+enum { MR = 8, NV = 2 };
+
+/* mr is a constant at every call, so acc lives in registers. */
+static inline __attribute__((always_inline)) void
+tile(size_t mr, size_t n, const float *p, size_t ldp, const float *v,
+     size_t ldv, const float *beta, float *o, size_t ldo,
+     const __mmask16 *km) {
+  __m512 acc[MR][NV];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++)
+    for (size_t c = 0; c < NV; c++)
+      acc[r][c] = _mm512_setzero_ps();
+  for (size_t j = 0; j < n; j++) {
+    __m512 b[NV];
+    for (size_t c = 0; c < NV; c++)
+      b[c] = _mm512_maskz_loadu_ps(km[c], v + j * ldv + 16 * c);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < mr; r++) {
+      __m512 a = _mm512_set1_ps(p[r * ldp + j]);
+      for (size_t c = 0; c < NV; c++)
+        acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++)
+    for (size_t c = 0; c < NV; c++) {
+      float *out = o + r * ldo + 16 * c;
+      __m512 x = acc[r][c];
+      /* beta * o rounded on its own, as the oracle does: an FMA here would
+       * differ from it by an ulp of beta * o, unrelated to the sum */
+      if (beta)
+        x = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(beta[r]),
+                                        _mm512_maskz_loadu_ps(km[c], out)),
+                          x);
+      _mm512_mask_storeu_ps(out, km[c], x);
+    }
+}
+
+void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p,
+                     size_t ldp, const float *v, size_t ldv, const float *beta,
+                     float *o, size_t ldo) {
+  for (size_t i0 = 0; i0 < m; i0 += MR) {
+    const float *pi = p + i0 * ldp;
+    const float *bi = beta ? beta + i0 : NULL;
+    float *oi = o + i0 * ldo;
+    for (size_t c0 = 0; c0 < dv; c0 += 16 * NV) {
+      __mmask16 km[NV];
+      for (size_t c = 0; c < NV; c++)
+        km[c] = sa_mask16(dv > c0 + 16 * c ? dv - c0 - 16 * c : 0);
+      const float *vc = v + c0;
+      float *oc = oi + c0;
+      switch (m - i0 < MR ? m - i0 : MR) {
+      case 8: tile(8, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
+      case 7: tile(7, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
+      case 6: tile(6, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
+      case 5: tile(5, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
+      case 4: tile(4, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
+      case 3: tile(3, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
+      case 2: tile(2, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
+      default: tile(1, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
+      }
+    }
+  }
+}
