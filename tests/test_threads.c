@@ -365,11 +365,15 @@ int main(void) {
   static record r;
   exactly_once(&r);
   int ns[] = {1, 2, 3, cores, cores + 1, 8};
-  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-    if (ns[i] <= MAXW) {
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+    int seen = 0;
+    for (size_t j = 0; j < i; j++)
+      seen |= ns[j] == ns[i];
+    if (!seen && ns[i] <= MAXW) {
       pinning(ns[i], SA_PIN_CORES);
       pinning(ns[i], SA_PIN_NONE);
     }
+  }
   context_pinning();
   create_destroy();
   reuse(2);
