@@ -68,7 +68,7 @@ void sa_pin_setup(sa_pin *pin, sa_pin_policy policy, int n,
   for (int w = 0; w < n; w++)
     pin->core[w] = -1;
   if (policy == SA_PIN_NONE) {
-    say("%d worker(s) unpinned (pin policy none)", n);
+    say("%d worker%s unpinned (pin policy none)", n, n == 1 ? "" : "s");
     return;
   }
   if (n == 1) {

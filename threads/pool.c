@@ -19,11 +19,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "errors.h"
 #include "pin.h"
 #include "pool.h"
+#include "topology.h"
 
 /*
  * Spin budget before sleeping, in pause iterations: a few tens of
@@ -191,9 +191,8 @@ sa_status sa_pool_create(int nthreads, sa_pin_policy pin, sa_pool **out) {
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
 
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   /* Oversubscribed, a spinning worker burns the time slice a busy one needs. */
-  p->spin = cpus > 0 && n > cpus ? 0 : SA_SPIN_ITERS;
+  p->spin = n > 1 && n > sa_topology_cpus() ? 0 : SA_SPIN_ITERS;
 
   p->w = calloc((size_t)n, sizeof *p->w);
   if (!p->w) {
@@ -256,7 +255,6 @@ int sa_pool_worker_core(const sa_pool *pool, int worker) {
 void sa_pool_run(sa_pool *pool, size_t ntasks, sa_task_fn fn, void *arg) {
   if (ntasks == 0)
     return;
-  int rebound = sa_pin_caller_enter(&pool->pin);
   int active = ntasks < (size_t)pool->n ? (int)ntasks : pool->n;
   pool->fn = fn;
   pool->arg = arg;
@@ -266,6 +264,8 @@ void sa_pool_run(sa_pool *pool, size_t ntasks, sa_task_fn fn, void *arg) {
     atomic_store_explicit(&pool->remaining, active - 1, memory_order_relaxed);
     publish(pool, active);
   }
+  /* After waking the others: they start while this thread migrates. */
+  int rebound = sa_pin_caller_enter(&pool->pin);
   run_tasks(pool, 0);
   if (active > 1)
     wait_done(pool);

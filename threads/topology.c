@@ -53,6 +53,17 @@ int sa_verbose(void) {
   return s && s[0] && strcmp(s, "0") != 0;
 }
 
+int sa_topology_cpus(void) {
+  hwloc_topology_t topo = sa_topology();
+  hwloc_bitmap_t allowed = topo ? sa_topology_allowed(topo) : NULL;
+  int n = allowed ? hwloc_bitmap_weight(allowed) : -1;
+  hwloc_bitmap_free(allowed);
+  if (n > 0)
+    return n;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online < 1 ? 1 : online > 65536 ? 65536 : (int)online;
+}
+
 int sa_pool_default_threads(void) {
   hwloc_topology_t topo = sa_topology();
   if (topo) {

@@ -21,6 +21,10 @@ hwloc_topology_t sa_topology(void);
  */
 hwloc_bitmap_t sa_topology_allowed(hwloc_topology_t topo);
 
+/* PUs in sa_topology_allowed (online CPUs without hwloc): more workers
+ * than this and they take turns on CPUs. */
+int sa_topology_cpus(void);
+
 /* 1 when SIMDATTN_VERBOSE is set to something other than "" or "0". */
 int sa_verbose(void);
 
