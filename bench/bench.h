@@ -70,8 +70,8 @@ void sa_bench_fill(float *x, size_t n, uint64_t seed, float amp);
 /* The set every other set is checked against: the one that needs nothing
  * from the CPU (the scalar oracle). */
 const sa_kernel_set *sa_bench_oracle(void);
-/* How rows are timed: process CPU time with one thread (robust on a shared
- * machine), wall-clock time with several. Sets it on b. */
+/* How rows are timed: the calling thread's CPU time with one thread (robust
+ * on a shared machine), wall-clock time with several. Sets it on b. */
 void sa_bench_timing(sa_bench *b);
 /* Fills the custom context (CPU, compiler, versions, threads, pinning). */
 void sa_bench_add_run_context(void);

@@ -76,10 +76,12 @@ const sa_kernel_set *sa_bench_oracle(void) {
 }
 
 void sa_bench_timing(sa_bench *b) {
+  /* One thread: the pool runs every task on the calling thread, so that
+   * thread's CPU time is the cost, whatever else shares the machine (and
+   * whatever idle threads OpenBLAS or the pool keep spinning). Several
+   * threads: wall-clock. */
   if (sa_bench_cfg.threads > 1)
     sa_bench_use_real_time(b);
-  else
-    sa_bench_measure_process_cpu_time(b);
 }
 
 /* ---------------------------------------------------------------- context */
@@ -228,7 +230,8 @@ static void gather_context(void) {
   put("sa_timing", "%s",
       sa_bench_cfg.threads > 1
           ? "wall-clock time (several threads)"
-          : "process CPU time (one thread: robust on a shared machine)");
+          : "CPU time of the calling thread, which runs all the work with one "
+            "thread (robust on a shared machine)");
   put("sa_suite", "%s", sa_bench_cfg.quick ? "quick" : "default");
 
   char run[512] = "", skip[512] = "";

@@ -119,7 +119,8 @@ const char *sa_bench_gbench_version(void) { return SA_GBENCH_VERSION; }
 
 int sa_bench_main(int argc, char **argv) {
   // Finished rows appear at once even when stdout is a pipe (make compare
-  // reads them as progress).
+  // reads them as progress): line-buffered stdio under a flushing cout.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::cout.setf(std::ios::unitbuf);
   bool listing = false;
   for (int i = 1; i < argc; i++)
@@ -136,7 +137,10 @@ int sa_bench_main(int argc, char **argv) {
     std::fprintf(stderr, "%s\n", line.c_str());
   size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  (void)ran;
+  if (ran == 0) {
+    std::fprintf(stderr, "no benchmark matches the filter\n");
+    return 1;
+  }
   return 0;
 }
 

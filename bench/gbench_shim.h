@@ -106,7 +106,8 @@ void sa_bench_add_context(const char *key, const char *value);
  * flags (--benchmark_filter, --benchmark_format, --benchmark_out,
  * --benchmark_repetitions, --benchmark_min_time, ...), an unknown flag is an
  * error (exit status 1), then the selected benchmarks run. Prints the custom
- * context as one line on stderr first. Returns the process exit status.
+ * context as one line on stderr first. Returns the process exit status: 1
+ * also when the filter matched no benchmark.
  */
 int sa_bench_main(int argc, char **argv);
 

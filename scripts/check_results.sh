@@ -56,7 +56,8 @@ except Exception as e:
 rows = data.get("benchmarks") or []
 if not rows:
     problems.append(f"{path} has no benchmarks")
-strip = lambda n: re.sub(r"/(process_time|real_time)(_\w+)?$", "", n)
+strip = lambda n: re.sub(r"(/(min_time|repeats|iterations|threads):[^/]*)*"
+                         r"(/(process_time|real_time))?$", "", n)
 names = {strip(r.get("run_name") or r["name"]) for r in rows}
 for r in rows:
     if r.get("error_occurred"):

@@ -12,7 +12,7 @@
 #   --quick      the tiny suite (under 30 s)
 #   --threads N  worker threads per context and for OpenBLAS (default 1)
 #   --reps N     repetitions per benchmark, the table shows the median (3)
-#   --min-time S minimum time per repetition, seconds (0.1; quick 0.01)
+#   --min-time S minimum time per repetition, seconds (0.05; quick 0.01)
 #   --filter RE  only benchmarks whose name matches RE (peaks always run)
 #
 # The bench binary runs once per group (the peak probes, each micro-kernel,
@@ -54,7 +54,7 @@ if [ "$quick" = 1 ]; then
   : "${min_time:=0.01}"
 else
   suite=default
-  : "${min_time:=0.1}"
+  : "${min_time:=0.05}"
 fi
 args="--sa_suite=$suite --sa_threads=$threads"
 slug=$("$bin" $args --sa_print=slug)
@@ -64,6 +64,8 @@ tag=bench
 [ -n "$out" ] || out=results/$slug
 parts=$out/.parts-$tag
 rm -rf "$parts"
+# A failed run must not leave the previous run's files looking current.
+rm -f "$out/$tag.json" "$out/$tag.csv" "$out/$tag.md" "$out/$tag.png"
 mkdir -p "$parts"
 
 # The groups, in registration order: peak, kernel/<op>, attn/<shape>; each
@@ -81,9 +83,9 @@ awk -F/ '{
   else g = $1;
   if (!(g in count)) order[n++] = g;
   count[g]++;
-  re[g] = (g in re) ? re[g] "|" $0 : $0;
+  if (count[g] == 1) re[g] = $0; else re[g] = re[g] "|" $0;
 }
-END { for (i = 0; i < n; i++) printf "%s\t%d\t^(%s)/\n", order[i], count[order[i]], re[order[i]] }
+END { for (i = 0; i < n; i++) printf "%s\t%d\t^(%s)(/|$)\n", order[i], count[order[i]], re[order[i]] }
 ' "$parts/names" >"$parts/groups"
 total=$(wc -l <"$parts/names" | tr -d ' ')
 ngroups=$(wc -l <"$parts/groups" | tr -d ' ')
@@ -121,6 +123,8 @@ while IFS="$tab" read -r group n regex; do
       seen[base] = 1
       done++
       sub(/\/(process_time|real_time)$/, "", base)
+      sub(/\/min_time:[^\/]*/, "", base)
+      sub(/\/repeats:[0-9]*/, "", base)
       n = split(base, p, "/")
       what = base
       if (p[1] == "attn") what = sprintf("attn %-10s %-15s %s", p[2], p[3], p[4])

@@ -27,7 +27,9 @@ import subprocess
 import sys
 import tempfile
 
-TIME_SUFFIX = re.compile(r"/(process_time|real_time|manual_time)$")
+# What Google Benchmark appends to a name: per-benchmark settings, timing.
+GB_SUFFIX = re.compile(r"(/(min_time|min_warmup_time|repeats|iterations|threads):[^/]*)*"
+                       r"(/(process_time|real_time|manual_time))?$")
 UNIT_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 UNIT_LABEL = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s"}
 
@@ -44,7 +46,7 @@ def load(path):
 
 def base_name(entry):
     name = entry.get("run_name") or entry["name"]
-    return TIME_SUFFIX.sub("", name)
+    return GB_SUFFIX.sub("", name)
 
 
 def median(xs):
@@ -119,7 +121,7 @@ class Run:
         return self.slug + (f" ({t} threads)" if t > 1 else "")
 
     def cpu_timed(self):
-        return self.ctx.get("sa_timing", "").startswith("process")
+        return not self.ctx.get("sa_timing", "").startswith("wall")
 
     # -- derived values
 
