@@ -189,6 +189,8 @@ typedef struct sa_context_options {
   size_t block_kv;   /* keys per fused step; 0 = library default */
 } sa_context_options;
 
+/* A context runs one sa_attention at a time (its workers and scratch are
+ * shared by the call); give each calling thread its own context. */
 typedef struct sa_context sa_context;
 
 /* opts may be NULL (all defaults). On error *out is untouched. */
