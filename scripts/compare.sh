@@ -57,6 +57,12 @@ else
   : "${min_time:=0.05}"
 fi
 args="--sa_suite=$suite --sa_threads=$threads"
+# Google Benchmark 1.8 wants a unit on --benchmark_min_time ("0.05s").
+gbench=$("$bin" --sa_print=context | sed -n 's/^sa_version_gbench=//p')
+case "$gbench" in
+1.[0-7].*|1.[0-7]) min_time_flag=$min_time ;;
+*) min_time_flag=${min_time}s ;;
+esac
 slug=$("$bin" $args --sa_print=slug)
 [ -n "$slug" ] || { echo "compare: the bench binary gave no CPU name" >&2; exit 1; }
 tag=bench
@@ -108,7 +114,7 @@ while IFS="$tab" read -r group n regex; do
   {
     "$bin" $args $peak_flag --benchmark_filter="$regex" \
       --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
-      --benchmark_min_time="$min_time" \
+      --benchmark_min_time="$min_time_flag" \
       --benchmark_out="$file" --benchmark_out_format=json </dev/null 2>"$file.err"
     echo "__rc $?"
   } | awk -v done="$done_rows" -v total="$total" -v start="$start" '

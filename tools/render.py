@@ -334,8 +334,11 @@ def attn_order(keys):
 def render_markdown(runs, models):
     multi = len(runs) > 1
     L = ["# simdattn benchmarks", ""]
-    for run in runs:
-        L += header_lines(run) + [""]
+    for i, run in enumerate(runs):
+        lines = header_lines(run)
+        if multi:
+            lines[0] = f"[{i + 1}] " + lines[0]
+        L += lines + [""]
 
     def cells(r, metrics):
         if r is None:
@@ -350,6 +353,9 @@ def render_markdown(runs, models):
                 out.append(sig(r["gflops"]))
             elif m == "gbps":
                 out.append(sig(r["gbps"]) if r["gbps"] is not None else "")
+            elif m == "gflops_gbps":
+                g = sig(r["gflops"])
+                out.append(g + (f" ({sig(r['gbps'])} GB/s)" if r["gbps"] is not None else ""))
             elif m == "rate":
                 if r["gflops"] is not None:
                     out.append(sig(r["gflops"]) + " GFLOP/s")
@@ -373,16 +379,20 @@ def render_markdown(runs, models):
     def prefixed(names):
         if not multi:
             return names
-        return [f"{run.label}: {n}" for run in runs for n in names]
+        return [f"[{i + 1}] {n}" for i in range(len(runs)) for n in names]
 
     idx = [{(r["kind"], r["op"], r["set"], r["shape"]): r for r in m} for m in models]
 
     # Attention
     keys = attn_order(merged_keys(models, "attn"))
     if keys:
-        metrics = ["time", "gflops", "gbps", "pct", "vs_scalar", "vs_openblas", "err"]
-        names = ["time", "GFLOP/s", "GB/s", "% peak", "× scalar", "× OpenBLAS",
-                 "max abs err"]
+        if multi:  # narrower: one column group per CPU
+            metrics = ["gflops_gbps", "pct", "vs_scalar", "vs_openblas", "err"]
+            names = ["GFLOP/s", "% peak", "× scalar", "× OpenBLAS", "max abs err"]
+        else:
+            metrics = ["time", "gflops", "gbps", "pct", "vs_scalar", "vs_openblas", "err"]
+            names = ["time", "GFLOP/s", "GB/s", "% peak", "× scalar", "× OpenBLAS",
+                     "max abs err"]
         L += ["## Attention (sa_attention, batch 1, per call)", ""]
         rows = []
         for (op, s, shape) in keys:
@@ -406,8 +416,10 @@ def render_markdown(runs, models):
     # Micro-kernels
     keys = merged_keys(models, "kernel")
     if keys:
-        metrics = ["time", "rate", "pct", "vs_scalar"]
-        names = ["time", "rate", "% peak", "× scalar"]
+        metrics = (["rate", "pct", "vs_scalar"] if multi
+                   else ["time", "rate", "pct", "vs_scalar"])
+        names = (["rate", "% peak", "× scalar"] if multi
+                 else ["time", "rate", "% peak", "× scalar"])
         L += ["## Micro-kernels (one tile of 64 query rows, in cache, per call)", ""]
         rows = []
         for (op, s, shape) in keys:
@@ -437,7 +449,8 @@ def render_markdown(runs, models):
                 else:
                     row.append(sig(r["gflops"]) + " GFLOP/s")
             rows.append(row)
-        L += table(["probe"] + ([run.label for run in runs] if multi else ["value"]),
+        L += table(["probe"] + ([f"[{i + 1}] {run.label}" for i, run in enumerate(runs)]
+                                if multi else ["value"]),
                    ["l"] + ["r"] * len(runs), rows)
         L += [""]
     return "\n".join(L).rstrip() + "\n"
