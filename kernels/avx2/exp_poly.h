@@ -27,9 +27,9 @@ static inline __m256 sa_exp8_poly(__m256 x) {
    * their second operand when either is NaN, so a NaN x goes through. */
   x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
   x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
-  __m256 n = _mm256_round_ps(
-      _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
   __m256 p = _mm256_set1_ps(1.9875691500e-4f);
@@ -43,10 +43,10 @@ static inline __m256 sa_exp8_poly(__m256 x) {
   __m256i ni = _mm256_cvtps_epi32(n);
   __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
   const __m256i bias = _mm256_set1_epi32(127);
-  __m256 s1 = _mm256_castsi256_ps(
-      _mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-  __m256 s2 = _mm256_castsi256_ps(
-      _mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  __m256 s1 =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  __m256 s2 =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
   return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 

@@ -116,12 +116,24 @@ void sa_score__avx2(size_t m, size_t n, size_t d, const float *q, size_t ldq,
         const float *qi = q + i0 * ldq + p0;
         float *si = s + i0 * lds + j0;
         switch (m - i0 < MR ? m - i0 : MR) {
-        case 6: tile(6, kc, qi, ldq, panel, si, lds, nk, first, last, scale); break;
-        case 5: tile(5, kc, qi, ldq, panel, si, lds, nk, first, last, scale); break;
-        case 4: tile(4, kc, qi, ldq, panel, si, lds, nk, first, last, scale); break;
-        case 3: tile(3, kc, qi, ldq, panel, si, lds, nk, first, last, scale); break;
-        case 2: tile(2, kc, qi, ldq, panel, si, lds, nk, first, last, scale); break;
-        default: tile(1, kc, qi, ldq, panel, si, lds, nk, first, last, scale); break;
+        case 6:
+          tile(6, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        case 5:
+          tile(5, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        case 4:
+          tile(4, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        case 3:
+          tile(3, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        case 2:
+          tile(2, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        default:
+          tile(1, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
         }
       }
       p0 += kc;

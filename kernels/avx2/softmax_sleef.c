@@ -17,6 +17,5 @@ void sa_softmax__avx2_sleef(size_t m, size_t n, float *s, size_t lds,
 void sa_softmax_online__avx2_sleef(size_t m, size_t n, float *s, size_t lds,
                                    const size_t *len, float *mx, float *l,
                                    float *alpha) {
-  sa_softmax_online8_rows(m, n, s, lds, len, mx, l, alpha,
-                          Sleef_expf8_u10avx2);
+  sa_softmax_online8_rows(m, n, s, lds, len, mx, l, alpha, Sleef_expf8_u10avx2);
 }

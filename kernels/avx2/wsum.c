@@ -51,11 +51,10 @@ tile(size_t mr, int masked, size_t n, const float *p, size_t ldp,
       /* beta * o rounded on its own, as the oracle does: an FMA here would
        * differ from it by an ulp of beta * o, unrelated to the sum */
       if (beta)
-        x = _mm256_add_ps(
-            _mm256_mul_ps(_mm256_set1_ps(beta[r]),
-                          masked ? _mm256_maskload_ps(out, km[c])
-                                 : _mm256_loadu_ps(out)),
-            x);
+        x = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(beta[r]),
+                                        masked ? _mm256_maskload_ps(out, km[c])
+                                               : _mm256_loadu_ps(out)),
+                          x);
       if (masked)
         _mm256_maskstore_ps(out, km[c], x);
       else
@@ -68,12 +67,24 @@ rows(size_t mr, int masked, size_t n, const float *p, size_t ldp,
      const float *v, size_t ldv, const float *beta, float *o, size_t ldo,
      const __m256i *km) {
   switch (mr) {
-  case 6: tile(6, masked, n, p, ldp, v, ldv, beta, o, ldo, km); break;
-  case 5: tile(5, masked, n, p, ldp, v, ldv, beta, o, ldo, km); break;
-  case 4: tile(4, masked, n, p, ldp, v, ldv, beta, o, ldo, km); break;
-  case 3: tile(3, masked, n, p, ldp, v, ldv, beta, o, ldo, km); break;
-  case 2: tile(2, masked, n, p, ldp, v, ldv, beta, o, ldo, km); break;
-  default: tile(1, masked, n, p, ldp, v, ldv, beta, o, ldo, km); break;
+  case 6:
+    tile(6, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    break;
+  case 5:
+    tile(5, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    break;
+  case 4:
+    tile(4, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    break;
+  case 3:
+    tile(3, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    break;
+  case 2:
+    tile(2, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    break;
+  default:
+    tile(1, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    break;
   }
 }
 

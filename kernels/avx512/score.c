@@ -29,7 +29,8 @@ static inline void pack16x16(const float *k, size_t ldk, size_t nk, size_t np,
   __m512 r[16], t[16];
   __mmask16 kd = sa_mask16(np);
   for (size_t a = 0; a < 16; a++)
-    r[a] = a < nk ? _mm512_maskz_loadu_ps(kd, k + a * ldk) : _mm512_setzero_ps();
+    r[a] =
+        a < nk ? _mm512_maskz_loadu_ps(kd, k + a * ldk) : _mm512_setzero_ps();
   /* 32-bit, then 64-bit interleaves within 128-bit lanes, then a 4 x 4
    * transpose of the 128-bit lanes themselves. */
   for (size_t a = 0; a < 16; a += 2) {
@@ -75,8 +76,8 @@ tile(size_t mr, size_t kc, const float *q, size_t ldq, const float *panel,
   __m512 acc[MR][2];
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++) {
-    acc[r][0] = first ? _mm512_setzero_ps()
-                      : _mm512_maskz_loadu_ps(k0, s + r * lds);
+    acc[r][0] =
+        first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k0, s + r * lds);
     acc[r][1] = first ? _mm512_setzero_ps()
                       : _mm512_maskz_loadu_ps(k1, s + r * lds + 16);
   }
@@ -98,9 +99,9 @@ tile(size_t mr, size_t kc, const float *q, size_t ldq, const float *panel,
   }
 }
 
-void sa_score__avx512(size_t m, size_t n, size_t d, const float *q,
-                      size_t ldq, const float *k, size_t ldk, float scale,
-                      float *s, size_t lds) {
+void sa_score__avx512(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+                      const float *k, size_t ldk, float scale, float *s,
+                      size_t lds) {
   _Alignas(64) float panel[KC * NR];
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     size_t nk = n - j0 < NR ? n - j0 : NR;
@@ -114,14 +115,30 @@ void sa_score__avx512(size_t m, size_t n, size_t d, const float *q,
         const float *qi = q + i0 * ldq + p0;
         float *si = s + i0 * lds + j0;
         switch (m - i0 < MR ? m - i0 : MR) {
-        case 8: tile(8, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
-        case 7: tile(7, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
-        case 6: tile(6, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
-        case 5: tile(5, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
-        case 4: tile(4, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
-        case 3: tile(3, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
-        case 2: tile(2, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
-        default: tile(1, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale); break;
+        case 8:
+          tile(8, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 7:
+          tile(7, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 6:
+          tile(6, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 5:
+          tile(5, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 4:
+          tile(4, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 3:
+          tile(3, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 2:
+          tile(2, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        default:
+          tile(1, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
         }
       }
       p0 += kc;

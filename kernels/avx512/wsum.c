@@ -22,8 +22,7 @@ enum { MR = 8, NV = 2 };
 /* mr is a constant at every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
 tile(size_t mr, size_t n, const float *p, size_t ldp, const float *v,
-     size_t ldv, const float *beta, float *o, size_t ldo,
-     const __mmask16 *km) {
+     size_t ldv, const float *beta, float *o, size_t ldo, const __mmask16 *km) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++)
@@ -55,9 +54,9 @@ tile(size_t mr, size_t n, const float *p, size_t ldp, const float *v,
     }
 }
 
-void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p,
-                     size_t ldp, const float *v, size_t ldv, const float *beta,
-                     float *o, size_t ldo) {
+void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
+                     const float *v, size_t ldv, const float *beta, float *o,
+                     size_t ldo) {
   for (size_t i0 = 0; i0 < m; i0 += MR) {
     const float *pi = p + i0 * ldp;
     const float *bi = beta ? beta + i0 : NULL;
@@ -69,14 +68,30 @@ void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p,
       const float *vc = v + c0;
       float *oc = oi + c0;
       switch (m - i0 < MR ? m - i0 : MR) {
-      case 8: tile(8, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
-      case 7: tile(7, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
-      case 6: tile(6, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
-      case 5: tile(5, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
-      case 4: tile(4, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
-      case 3: tile(3, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
-      case 2: tile(2, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
-      default: tile(1, n, pi, ldp, vc, ldv, bi, oc, ldo, km); break;
+      case 8:
+        tile(8, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        break;
+      case 7:
+        tile(7, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        break;
+      case 6:
+        tile(6, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        break;
+      case 5:
+        tile(5, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        break;
+      case 4:
+        tile(4, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        break;
+      case 3:
+        tile(3, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        break;
+      case 2:
+        tile(2, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        break;
+      default:
+        tile(1, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        break;
       }
     }
   }
