@@ -12,10 +12,10 @@
  * O(n d) work against O(m n d) FMAs.
  *
  * Tails: keys past n are packed as zeros and their lanes left out of the
- * (masked) store; d past its end is read with maskload, which does not
- * fault on the lanes left out; leftover rows run the same tile with fewer
- * rows. d longer than KC is summed in chunks through s, scaled once after
- * the last chunk.
+ * store; a partial vector (d past its end, keys past n in s) is copied
+ * through the stack, never over-read (util.h says why not maskload);
+ * leftover rows run the same tile with fewer rows. d longer than KC is summed
+ * in chunks through s, scaled once after the last chunk.
  */
 #include <immintrin.h>
 
@@ -29,9 +29,10 @@ enum { MR = 6, NR = 16, KC = 256 };
 static inline void pack8x8(const float *k, size_t ldk, size_t nk, size_t np,
                            float *dst) {
   __m256 r[8], t[8];
-  __m256i kd = sa_mask8(np);
   for (size_t a = 0; a < 8; a++)
-    r[a] = a < nk ? _mm256_maskload_ps(k + a * ldk, kd) : _mm256_setzero_ps();
+    r[a] = a >= nk   ? _mm256_setzero_ps()
+           : np >= 8 ? _mm256_loadu_ps(k + a * ldk)
+                     : sa_load8_part(k + a * ldk, np);
   /* 32-bit interleave, then 64-bit picks within 128-bit lanes, then the
    * 128-bit lanes swapped across register pairs. */
   for (size_t a = 0; a < 8; a += 2) {
@@ -67,14 +68,17 @@ static inline __attribute__((always_inline)) void
 tile(size_t mr, size_t kc, const float *q, size_t ldq, const float *panel,
      float *s, size_t lds, size_t nk, int first, int last, float scale) {
   __m256 acc[MR][2];
-  const __m256i k0 = sa_mask8(nk), k1 = sa_mask8(nk > 8 ? nk - 8 : 0);
+  const size_t n0 = nk < 8 ? nk : 8, n1 = nk > 8 ? nk - 8 : 0;
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++) {
     if (first) {
       acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    } else if (nk == NR) {
+      acc[r][0] = _mm256_loadu_ps(s + r * lds);
+      acc[r][1] = _mm256_loadu_ps(s + r * lds + 8);
     } else {
-      acc[r][0] = _mm256_maskload_ps(s + r * lds, k0);
-      acc[r][1] = _mm256_maskload_ps(s + r * lds + 8, k1);
+      acc[r][0] = sa_load8_part(s + r * lds, n0);
+      acc[r][1] = sa_load8_part(s + r * lds + 8, n1);
     }
   }
   for (size_t p = 0; p < kc; p++) {
@@ -91,12 +95,12 @@ tile(size_t mr, size_t kc, const float *q, size_t ldq, const float *panel,
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++) {
     __m256 x0 = _mm256_mul_ps(acc[r][0], vs), x1 = _mm256_mul_ps(acc[r][1], vs);
-    if (nk == NR) { /* maskstore is slow on some cores: only for the tail */
+    if (nk == NR) {
       _mm256_storeu_ps(s + r * lds, x0);
       _mm256_storeu_ps(s + r * lds + 8, x1);
     } else {
-      _mm256_maskstore_ps(s + r * lds, k0, x0);
-      _mm256_maskstore_ps(s + r * lds + 8, k1, x1);
+      sa_store8_part(s + r * lds, n0, x0);
+      sa_store8_part(s + r * lds + 8, n1, x1);
     }
   }
 }

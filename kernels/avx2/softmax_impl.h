@@ -9,7 +9,7 @@
  * exp(x - max) stored in place and summed, then the scaling by 1/sum (or,
  * online, nothing: the caller rescales). Columns past the valid prefix are
  * written as 0 and never read, so masked-out garbage (even NaN) is harmless.
- * The last partial vector of a row goes through maskload/maskstore.
+ * The last partial vector of a row is copied through the stack (util.h).
  */
 #ifndef SA_AVX2_SOFTMAX_IMPL_H
 #define SA_AVX2_SOFTMAX_IMPL_H
@@ -35,10 +35,9 @@ static inline float sa_rowmax8(const float *row, size_t count, float init) {
   for (; j + 8 <= count; j += 8)
     a0 = _mm256_max_ps(_mm256_loadu_ps(row + j), a0);
   if (j < count) {
-    __m256i k = sa_mask8(count - j);
     __m256 x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY),
-                                _mm256_maskload_ps(row + j, k),
-                                _mm256_castsi256_ps(k));
+                                sa_load8_part(row + j, count - j),
+                                _mm256_castsi256_ps(sa_mask8(count - j)));
     a1 = _mm256_max_ps(x, a1);
   }
   a0 = _mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3));
@@ -67,10 +66,9 @@ static inline float sa_expsum8(float *row, size_t count, float mx,
   }
   if (j < count) {
     /* the masked-off lanes compute exp(0 - mx): kept out of sum and store */
-    __m256i k = sa_mask8(count - j);
-    __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(row + j, k), vmx));
-    e = _mm256_and_ps(e, _mm256_castsi256_ps(k));
-    _mm256_maskstore_ps(row + j, k, e);
+    __m256 e = exp8(_mm256_sub_ps(sa_load8_part(row + j, count - j), vmx));
+    e = _mm256_and_ps(e, _mm256_castsi256_ps(sa_mask8(count - j)));
+    sa_store8_part(row + j, count - j, e);
     s1 = _mm256_add_ps(s1, e);
   }
   return sa_hsum8(_mm256_add_ps(s0, s1));
@@ -81,11 +79,9 @@ static inline void sa_scale8(float *row, size_t count, float c) {
   size_t j = 0;
   for (; j + 8 <= count; j += 8)
     _mm256_storeu_ps(row + j, _mm256_mul_ps(_mm256_loadu_ps(row + j), vc));
-  if (j < count) {
-    __m256i k = sa_mask8(count - j);
-    _mm256_maskstore_ps(row + j, k,
-                        _mm256_mul_ps(_mm256_maskload_ps(row + j, k), vc));
-  }
+  if (j < count)
+    sa_store8_part(row + j, count - j,
+                   _mm256_mul_ps(sa_load8_part(row + j, count - j), vc));
 }
 
 static inline size_t sa_valid(const size_t *len, size_t i, size_t n) {

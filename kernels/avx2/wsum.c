@@ -9,9 +9,12 @@
  * single store at the end (beta NULL: o is only written, so it may hold NaN
  * on entry).
  *
- * Tails: the last column block, if narrower than 16, goes through
- * maskload/maskstore (lanes left out are neither read nor faulted); full
- * blocks use plain loads. Leftover rows run the same tile with fewer rows.
+ * Tails: columns left after the 16-wide blocks go through a one-vector
+ * tile, 8 wide, then once more for the last cols < 8 columns, whose vector
+ * of v is copied through the stack on each j, never over-read (util.h says
+ * why not maskload). Head sizes are multiples of 8 in practice, so that
+ * slow path is for correctness only. Leftover rows run the same tile with
+ * fewer rows.
  */
 #include <immintrin.h>
 
@@ -20,70 +23,77 @@
 
 enum { MR = 6, NV = 2 };
 
-/* mr and masked are constants at every call, so acc lives in registers and
- * full blocks carry no mask. */
+static inline __attribute__((always_inline)) __m256 load(const float *x,
+                                                         size_t cols) {
+  return cols == 8 ? _mm256_loadu_ps(x) : sa_load8_part(x, cols);
+}
+
+static inline __attribute__((always_inline)) void store(float *x, size_t cols,
+                                                        __m256 y) {
+  if (cols == 8)
+    _mm256_storeu_ps(x, y);
+  else
+    sa_store8_part(x, cols, y);
+}
+
+/* Columns [0, 8 (nv - 1) + cols) of mr rows. mr and nv are constants at
+ * every call, so acc lives in registers; cols is 8 except in the last tile,
+ * where nv is 1. */
 static inline __attribute__((always_inline)) void
-tile(size_t mr, int masked, size_t n, const float *p, size_t ldp,
-     const float *v, size_t ldv, const float *beta, float *o, size_t ldo,
-     const __m256i *km) {
+tile(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
+     const float *v, size_t ldv, const float *beta, float *o, size_t ldo) {
   __m256 acc[MR][NV];
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < NV; c++)
+    for (size_t c = 0; c < nv; c++)
       acc[r][c] = _mm256_setzero_ps();
   for (size_t j = 0; j < n; j++) {
     __m256 b[NV];
-    for (size_t c = 0; c < NV; c++)
-      b[c] = masked ? _mm256_maskload_ps(v + j * ldv + 8 * c, km[c])
-                    : _mm256_loadu_ps(v + j * ldv + 8 * c);
+    for (size_t c = 0; c < nv; c++)
+      b[c] = load(v + j * ldv + 8 * c, c + 1 < nv ? 8 : cols);
 #pragma GCC unroll 6
     for (size_t r = 0; r < mr; r++) {
       __m256 a = _mm256_broadcast_ss(p + r * ldp + j);
-      for (size_t c = 0; c < NV; c++)
+      for (size_t c = 0; c < nv; c++)
         acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
     }
   }
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < NV; c++) {
+    for (size_t c = 0; c < nv; c++) {
       float *out = o + r * ldo + 8 * c;
+      size_t w = c + 1 < nv ? 8 : cols;
       __m256 x = acc[r][c];
       /* beta * o rounded on its own, as the oracle does: an FMA here would
        * differ from it by an ulp of beta * o, unrelated to the sum */
       if (beta)
-        x = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(beta[r]),
-                                        masked ? _mm256_maskload_ps(out, km[c])
-                                               : _mm256_loadu_ps(out)),
+        x = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(beta[r]), load(out, w)),
                           x);
-      if (masked)
-        _mm256_maskstore_ps(out, km[c], x);
-      else
-        _mm256_storeu_ps(out, x);
+      store(out, w, x);
     }
 }
 
 static inline __attribute__((always_inline)) void
-rows(size_t mr, int masked, size_t n, const float *p, size_t ldp,
-     const float *v, size_t ldv, const float *beta, float *o, size_t ldo,
-     const __m256i *km) {
+rows(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
+     const float *v, size_t ldv, const float *beta, float *o, size_t ldo) {
   switch (mr) {
   case 6:
-    tile(6, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    tile(6, nv, cols, n, p, ldp, v, ldv, beta, o, ldo);
     break;
   case 5:
-    tile(5, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    tile(5, nv, cols, n, p, ldp, v, ldv, beta, o, ldo);
     break;
   case 4:
-    tile(4, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    tile(4, nv, cols, n, p, ldp, v, ldv, beta, o, ldo);
     break;
   case 3:
-    tile(3, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    tile(3, nv, cols, n, p, ldp, v, ldv, beta, o, ldo);
     break;
   case 2:
-    tile(2, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    tile(2, nv, cols, n, p, ldp, v, ldv, beta, o, ldo);
     break;
   default:
-    tile(1, masked, n, p, ldp, v, ldv, beta, o, ldo, km);
+    tile(1, nv, cols, n, p, ldp, v, ldv, beta, o, ldo);
     break;
   }
 }
@@ -96,14 +106,14 @@ void sa_wsum__avx2(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
     const float *pi = p + i0 * ldp;
     const float *bi = beta ? beta + i0 : NULL;
     float *oi = o + i0 * ldo;
-    for (size_t c0 = 0; c0 < dv; c0 += 8 * NV) {
-      __m256i km[NV];
-      for (size_t c = 0; c < NV; c++)
-        km[c] = sa_mask8(dv > c0 + 8 * c ? dv - c0 - 8 * c : 0);
-      if (dv - c0 >= 8 * NV)
-        rows(mr, 0, n, pi, ldp, v + c0, ldv, bi, oi + c0, ldo, km);
-      else
-        rows(mr, 1, n, pi, ldp, v + c0, ldv, bi, oi + c0, ldo, km);
+    size_t c0 = 0;
+    for (; c0 + 8 * NV <= dv; c0 += 8 * NV)
+      rows(mr, NV, 8, n, pi, ldp, v + c0, ldv, bi, oi + c0, ldo);
+    if (c0 + 8 <= dv) {
+      rows(mr, 1, 8, n, pi, ldp, v + c0, ldv, bi, oi + c0, ldo);
+      c0 += 8;
     }
+    if (c0 < dv)
+      rows(mr, 1, dv - c0, n, pi, ldp, v + c0, ldv, bi, oi + c0, ldo);
   }
 }
