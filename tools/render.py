@@ -531,7 +531,7 @@ def write_plot(png, run, model):
             for i, st in enumerate(styles))
         title = f"simdattn attention, {run.ctx.get('sa_cpu_model', run.slug)}, " \
                 f"{run.threads} thread(s): GFLOP/s (log scale)"
-        width = max(1200, 60 * len(shapes) * max(1, len(variants)) // 2)
+        width = min(1800, max(1000, 14 * len(shapes) * max(1, len(variants))))
         script = f"""
 set terminal pngcairo size {width},700 font ",10" noenhanced
 set output '{png}'
