@@ -56,7 +56,7 @@ test-sanitize: deps
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST)
 
 test-aarch64:
-	@sh scripts/deps.sh aarch64
+	@sh scripts/deps.sh base aarch64
 	cmake -S . -B build-aarch64 -DCMAKE_BUILD_TYPE=Release -DSA_BUILD_BENCH=OFF \
 	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake $(CMAKE_FLAGS)
 	cmake --build build-aarch64 -j$(JOBS)
