@@ -3,7 +3,7 @@
 #
 #   make test           build (Release) and run the whole CTest suite
 #   make compare        build, benchmark every kernel set here, print + write results
-#   make compare QUICK=1  the same on a tiny suite (under 30 s)
+#   make compare QUICK=1  the same on a tiny suite (under 30 s); THREADS=n for n workers
 #   make test-aarch64   cross-build for AArch64 and run the suite under qemu
 #   make test-emulated  the suite on emulated x86 CPUs (AVX2-only, no AVX)
 #   make test-sanitize  the suite under AddressSanitizer+UBSan, then ThreadSanitizer
@@ -30,7 +30,7 @@ compare:
 	@sh scripts/deps.sh base compare
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSA_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build build -j$(JOBS)
-	sh scripts/compare.sh $(if $(QUICK),--quick,)
+	sh scripts/compare.sh $(if $(QUICK),--quick,) $(if $(THREADS),--threads $(THREADS),)
 
 # Emulated x86 CPUs: the same binaries' suite under qemu-user. SIMDATTN_EXPECT_BEST
 # makes test_dispatch assert what detection must pick on that CPU.
