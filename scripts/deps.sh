@@ -9,7 +9,7 @@ need=""
 arm64=0
 for profile in "$@"; do
   case "$profile" in
-  base) need="$need cmake make gcc g++ pkg-config libsleef-dev libhwloc-dev libbenchmark-dev" ;;
+  base) need="$need cmake make gcc g++ libc6-dev pkg-config libsleef-dev libhwloc-dev libbenchmark-dev" ;;
   bench) need="$need libbenchmark-dev" ;;
   compare) need="$need libopenblas-dev gnuplot-nox python3" ;;
   ci) need="$need qemu-user binutils" ;;
