@@ -2,9 +2,10 @@
  * exp for 4 floats without a library call: the "poly" variant of the NEON
  * softmax kernels.
  *
- * Accuracy, measured against double-precision exp on every float in
- * [-87.33654, 88] (tools: a throw-away program run under qemu-aarch64):
- * max error MAXULP_PLACEHOLDER.
+ * Accuracy against double-precision exp, measured with a throw-away program
+ * under qemu-aarch64 (IEEE-exact softfloat, fused multiply-add as on
+ * hardware): max 1.251 ULP (at x = 15.6335), over every float in [0, 88];
+ * max 1.235 ULP over every 64th float in [-87.3365, 0].
  * Results below FLT_MIN (x < -87.33654, about ln FLT_MIN) are flushed to 0, so
  * on [-88, -87.33654) the error is below 1.2e-38 absolute; -INFINITY gives 0
  * and NaN stays NaN. Softmax only ever takes exp of x - max <= 0; above
@@ -15,7 +16,7 @@
  * |r| <= ln2/2. The reduction is Cody-Waite: ln 2 split into a 9-bit head
  * (n * head is exact for |n| <= 2^15) and a tail, each step a fused
  * multiply-add, so r keeps its low bits. exp(r) is 1 + r + r^2 P(r) with P of
- * degree 5, minimax on [-ln2/2, ln2/2] (the Cephes expf coefficients).
+ * degree 5 (the Cephes expf coefficients, fitted on [-ln2/2, ln2/2]).
  * 2^n is built directly in the exponent field: (n + 127) << 23, valid for
  * n in [-126, 127], which the clamps above guarantee.
  */

@@ -1,6 +1,6 @@
 /*
  * softmax and softmax_online, NEON with the inline polynomial exp of
- * exp_poly.h (about 1.2 ULP, no library call, no table): the "neon-polyexp"
+ * exp_poly.h (within 1.26 ULP, no library call, no table): the "neon-polyexp"
  * set.
  *
  * softmax: per row, in place: valid prefix -> exp(x - rowmax) / rowsum, the
