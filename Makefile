@@ -57,7 +57,7 @@ test-sanitize: deps
 
 test-aarch64:
 	@sh scripts/deps.sh base aarch64
-	cmake -S . -B build-aarch64 -DCMAKE_BUILD_TYPE=Release -DSA_BUILD_BENCH=OFF \
+	cmake -S . -B build-aarch64 -DCMAKE_BUILD_TYPE=Release -DSA_BUILD_BENCH=OFF -DSA_WERROR=ON \
 	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake $(CMAKE_FLAGS)
 	cmake --build build-aarch64 -j$(JOBS)
 	cd build-aarch64 && SIMDATTN_EXPECT_BEST=neon $(CTEST)
