@@ -1,21 +1,33 @@
 /*
  * score, AVX2: s[i][j] = scale * sum_p q[i][p] * k[j][p].
  *
- * A GEMM micro-kernel rather than blocked dot products: dot products along d
- * need a horizontal reduction per s[i][j], which at d = 128 costs about a
- * quarter of the FMA time. Instead each block of NR = 16 keys is transposed
- * into a panel on the stack (KC values of d at a time), and one step of p is
- * two aligned panel loads and MR = 6 broadcasts of q[i][p] feeding 12 FMAs
- * into 6 x 16 accumulators: 12 of the 16 ymm registers, the rest for the
- * panel and the broadcast. Every s[i][j] is one lane summing p in order, as
- * the oracle does; the panel is reused by every block of rows, so packing is
- * O(n d) work against O(m n d) FMAs.
+ * Two ways, chosen by m. With many rows, a GEMM micro-kernel: dot products
+ * along d need a horizontal reduction per s[i][j], which at d = 128 costs
+ * about a quarter of the FMA time. Instead each block of NR = 16 keys is
+ * transposed into a panel on the stack (KC values of d at a time), and one
+ * step of p is two aligned panel loads and MR = 6 broadcasts of q[i][p]
+ * feeding 12 FMAs into 6 x 16 accumulators: 12 of the 16 ymm registers, the
+ * rest for the panel and the broadcast. Every s[i][j] is one lane summing p
+ * in order, as the oracle does; the panel is reused by every block of rows,
+ * so packing is O(n d) work against O(m n d) FMAs.
  *
- * Tails: keys past n are packed as zeros and their lanes left out of the
- * store; a partial vector (d past its end, keys past n in s) is copied
- * through the stack, never over-read (util.h says why not maskload);
- * leftover rows run the same tile with fewer rows. d longer than KC is summed
- * in chunks through s, scaled once after the last chunk.
+ * With few rows (decode: one query row, or the query heads of one GQA
+ * group) packing is the cost: each key is transposed for only m rows of use,
+ * and the panel gathers 32 bytes from each of 16 rows at a time, a pattern
+ * the hardware prefetchers do not follow, so K comes from memory at a third
+ * of its bandwidth. There, blocked dot products read K rows as they lie:
+ * DM = 2 rows x DN = 4 keys of vector accumulators over d (8 registers, 4
+ * for the keys, 2 for the rows), one transposed reduction giving the 2 x 4
+ * sums in one vector, and a prefetch PF keys ahead. K comes at twice the
+ * rate from memory up to m = 16, and from cache the dots keep up with the
+ * GEMM up to DOTS_M rows (measured on Zen 5, n = 256, d = 128).
+ *
+ * Tails: GEMM: keys past n are packed as zeros and their lanes left out of
+ * the store; d longer than KC is summed in chunks through s, scaled once
+ * after the last chunk. Dots: missing keys of the last block re-read its
+ * first key, left out of the store. Both: a partial vector (d past its end,
+ * keys past n in s) is copied through the stack, never over-read (util.h
+ * says why not maskload); leftover rows run the same tile with fewer rows.
  */
 #include <immintrin.h>
 
@@ -23,6 +35,7 @@
 #include "util.h"
 
 enum { MR = 6, NR = 16, KC = 256 };
+enum { DOTS_M = 8, DM = 2, DN = 4, PF = 8 };
 
 /* 8 keys x 8 values of d -> 8 panel rows of 8 keys. Keys at or past nk and
  * values at or past np are read as 0 without touching memory. */
@@ -105,9 +118,9 @@ tile(size_t mr, size_t kc, const float *q, size_t ldq, const float *panel,
   }
 }
 
-void sa_score__avx2(size_t m, size_t n, size_t d, const float *q, size_t ldq,
-                    const float *k, size_t ldk, float scale, float *s,
-                    size_t lds) {
+static void score_packed(size_t m, size_t n, size_t d, const float *q,
+                         size_t ldq, const float *k, size_t ldk, float scale,
+                         float *s, size_t lds) {
   _Alignas(32) float panel[KC * NR];
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     size_t nk = n - j0 < NR ? n - j0 : NR;
@@ -143,4 +156,102 @@ void sa_score__avx2(size_t m, size_t n, size_t d, const float *q, size_t ldq,
       p0 += kc;
     } while (p0 < d);
   }
+}
+
+/* a[0..4): 8 partial sums of 4 keys -> in 128-bit lane L, the sum of a[c]'s
+ * lanes 4L..4L+3 in element c. */
+static inline __m256 hsum4(const __m256 a[DN]) {
+  __m256 x01 = _mm256_add_ps(_mm256_unpacklo_ps(a[0], a[1]),
+                             _mm256_unpackhi_ps(a[0], a[1]));
+  __m256 x23 = _mm256_add_ps(_mm256_unpacklo_ps(a[2], a[3]),
+                             _mm256_unpackhi_ps(a[2], a[3]));
+  __m256d y01 = _mm256_castps_pd(x01), y23 = _mm256_castps_pd(x23);
+  return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(y01, y23)),
+                       _mm256_castpd_ps(_mm256_unpackhi_pd(y01, y23)));
+}
+
+/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= DN, while the lines
+ * of pk[] (keys PF further on) are prefetched. mr is a constant at every
+ * call, so acc lives in registers. */
+static inline __attribute__((always_inline)) void
+dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
+     const float *const *pk, float *s, size_t lds, size_t nk, float scale) {
+  __m256 acc[DM][DN];
+  for (size_t r = 0; r < mr; r++)
+    for (size_t c = 0; c < DN; c++)
+      acc[r][c] = _mm256_setzero_ps();
+  size_t p = 0;
+  for (; p + 8 <= d; p += 8) {
+    __m256 b[DN];
+    for (size_t c = 0; c < DN; c++) {
+      /* twice per 64-byte line, cheaper than a branch to skip one */
+      _mm_prefetch((const char *)(pk[c] + p), _MM_HINT_T0);
+      b[c] = _mm256_loadu_ps(kr[c] + p);
+    }
+    for (size_t r = 0; r < mr; r++) {
+      __m256 a = _mm256_loadu_ps(q + r * ldq + p);
+      for (size_t c = 0; c < DN; c++)
+        acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
+    }
+  }
+  if (p < d) {
+    __m256 b[DN];
+    for (size_t c = 0; c < DN; c++)
+      b[c] = sa_load8_part(kr[c] + p, d - p);
+    for (size_t r = 0; r < mr; r++) {
+      __m256 a = sa_load8_part(q + r * ldq + p, d - p);
+      for (size_t c = 0; c < DN; c++)
+        acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
+    }
+  }
+  /* row 1 past mr reduces zeros, which the compiler drops; the 128-bit
+   * lane swap adds as it goes: lane r of sum holds row r's DN sums */
+  __m256 y0 = hsum4(acc[0]), y1 = mr > 1 ? hsum4(acc[1]) : _mm256_setzero_ps();
+  __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(y0, y1, 0x20),
+                             _mm256_permute2f128_ps(y0, y1, 0x31));
+  sum = _mm256_mul_ps(sum, _mm256_set1_ps(scale));
+  __m128 lo = _mm256_castps256_ps128(sum), hi = _mm256_extractf128_ps(sum, 1);
+  if (nk == DN) {
+    _mm_storeu_ps(s, lo);
+    if (mr > 1)
+      _mm_storeu_ps(s + lds, hi);
+  } else {
+    sa_store8_part(s, nk, sum);
+    if (mr > 1)
+      sa_store8_part(s + lds, nk, _mm256_castps128_ps256(hi));
+  }
+}
+
+static void score_dots(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+                       const float *k, size_t ldk, float scale, float *s,
+                       size_t lds) {
+  for (size_t j0 = 0; j0 < n; j0 += DN) {
+    size_t nk = n - j0 < DN ? n - j0 : DN;
+    const float *kr[DN], *pk[DN];
+    for (size_t c = 0; c < DN; c++) {
+      size_t ahead = j0 + c + PF < n ? j0 + c + PF : n - 1;
+      kr[c] = k + (c < nk ? j0 + c : j0) * ldk;
+      pk[c] = k + ahead * ldk;
+    }
+    for (size_t i0 = 0; i0 < m; i0 += DM) {
+      /* later row blocks find these keys in cache: "prefetch" them instead
+       * of fetching the ones ahead again */
+      const float *const *pi = i0 == 0 ? pk : kr;
+      if (m - i0 >= 2)
+        dots(2, d, q + i0 * ldq, ldq, kr, pi, s + i0 * lds + j0, lds, nk,
+             scale);
+      else
+        dots(1, d, q + i0 * ldq, ldq, kr, pi, s + i0 * lds + j0, lds, nk,
+             scale);
+    }
+  }
+}
+
+void sa_score__avx2(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+                    const float *k, size_t ldk, float scale, float *s,
+                    size_t lds) {
+  if (m <= DOTS_M)
+    score_dots(m, n, d, q, ldq, k, ldk, scale, s, lds);
+  else
+    score_packed(m, n, d, q, ldq, k, ldk, scale, s, lds);
 }

@@ -1,19 +1,32 @@
 /*
  * score, AVX-512: s[i][j] = scale * sum_p q[i][p] * k[j][p].
  *
- * A GEMM micro-kernel rather than blocked dot products: dot products along d
- * need a horizontal reduction per s[i][j], which at d = 128 costs about a
- * quarter of the FMA time. Instead each block of NR = 32 keys is transposed
- * into a panel on the stack (KC values of d at a time), and one step of p is
- * two aligned panel loads and MR broadcasts of q[i][p] feeding 2 MR FMAs into
- * MR x 32 accumulators. Every s[i][j] is one lane summing p in order, as the
- * oracle does; the panel is reused by every block of rows, so packing is
- * O(n d) work against O(m n d) FMAs.
+ * Two ways, chosen by m. With many rows, a GEMM micro-kernel: dot products
+ * along d need a horizontal reduction per s[i][j], which at d = 128 costs
+ * about a quarter of the FMA time. Instead each block of NR = 32 keys is
+ * transposed into a panel on the stack (KC values of d at a time), and one
+ * step of p is two aligned panel loads and MR broadcasts of q[i][p] feeding
+ * 2 MR FMAs into MR x 32 accumulators. Every s[i][j] is one lane summing p in
+ * order, as the oracle does; the panel is reused by every block of rows, so
+ * packing is O(n d) work against O(m n d) FMAs.
  *
- * Tails: keys past n are packed as zeros and their lanes masked off at the
- * store; d past its end is read with masked loads, which do not fault;
- * leftover rows run the same tile with fewer rows. d longer than KC is summed
- * in chunks through s, scaled once after the last chunk.
+ * With few rows (decode: one query row, or the query heads of one GQA
+ * group) packing is the cost: each key is transposed for only m rows of use,
+ * and the panel gathers 64 bytes from each of 32 rows at a time, a pattern
+ * the hardware prefetchers do not follow, so K comes from memory at a third
+ * of its bandwidth. There, blocked dot products read K rows as they lie:
+ * DM rows x DN keys of vector accumulators over d, one transposed reduction
+ * giving the DM x DN sums in one vector, and a prefetch PF keys ahead. K
+ * reaches memory bandwidth, and the dots are as fast as the GEMM up to
+ * m = 24 from cache (measured on Zen 5, n = 256, d = 128); DOTS_M keeps a
+ * margin below that.
+ *
+ * Tails: GEMM: keys past n are packed as zeros and their lanes masked off at
+ * the store; leftover rows run the same tile with fewer rows; d longer than
+ * KC is summed in chunks through s, scaled once after the last chunk. Dots:
+ * missing keys of the last block re-read its first key, left out of the
+ * store; leftover rows run with fewer rows. Both: d past its end is read
+ * with masked loads, which do not fault.
  */
 #include <immintrin.h>
 
@@ -21,6 +34,7 @@
 #include "util.h"
 
 enum { MR = 8, NR = 32, KC = 256 };
+enum { DOTS_M = 16, DM = 4, DN = 4, PF = 8 };
 
 /* 16 keys x 16 values of d -> 16 panel rows of 16 keys. Keys at or past nk
  * and values at or past np are read as 0 without touching memory. */
@@ -99,9 +113,9 @@ tile(size_t mr, size_t kc, const float *q, size_t ldq, const float *panel,
   }
 }
 
-void sa_score__avx512(size_t m, size_t n, size_t d, const float *q, size_t ldq,
-                      const float *k, size_t ldk, float scale, float *s,
-                      size_t lds) {
+static void score_packed(size_t m, size_t n, size_t d, const float *q,
+                         size_t ldq, const float *k, size_t ldk, float scale,
+                         float *s, size_t lds) {
   _Alignas(64) float panel[KC * NR];
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     size_t nk = n - j0 < NR ? n - j0 : NR;
@@ -144,4 +158,131 @@ void sa_score__avx512(size_t m, size_t n, size_t d, const float *q, size_t ldq,
       p0 += kc;
     } while (p0 < d);
   }
+}
+
+/* Lane group g (4 floats) of x moved to lanes 0..3; g is a constant at every
+ * call, as the shuffle's immediate needs. */
+static inline __attribute__((always_inline)) __m512 group(__m512 x, size_t g) {
+  switch (g) {
+  case 0:
+    return x;
+  case 1:
+    return _mm512_shuffle_f32x4(x, x, 0x01);
+  case 2:
+    return _mm512_shuffle_f32x4(x, x, 0x02);
+  default:
+    return _mm512_shuffle_f32x4(x, x, 0x03);
+  }
+}
+
+/* a[0..4): 16 partial sums of 4 keys -> in 128-bit lane L, the sum of a[c]'s
+ * lanes 4L..4L+3 in element c. */
+static inline __m512 hsum4(const __m512 a[DN]) {
+  __m512 x01 = _mm512_add_ps(_mm512_unpacklo_ps(a[0], a[1]),
+                             _mm512_unpackhi_ps(a[0], a[1]));
+  __m512 x23 = _mm512_add_ps(_mm512_unpacklo_ps(a[2], a[3]),
+                             _mm512_unpackhi_ps(a[2], a[3]));
+  __m512d y01 = _mm512_castps_pd(x01), y23 = _mm512_castps_pd(x23);
+  return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(y01, y23)),
+                       _mm512_castpd_ps(_mm512_unpackhi_pd(y01, y23)));
+}
+
+/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= DN, while the lines
+ * of pk[] (keys PF further on) are prefetched. mr is a constant at every
+ * call, so acc lives in registers. */
+static inline __attribute__((always_inline)) void
+dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
+     const float *const *pk, float *s, size_t lds, size_t nk, float scale) {
+  __m512 acc[DM][DN];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < mr; r++)
+    for (size_t c = 0; c < DN; c++)
+      acc[r][c] = _mm512_setzero_ps();
+  size_t p = 0;
+  for (; p + 16 <= d; p += 16) {
+    __m512 b[DN];
+    for (size_t c = 0; c < DN; c++) {
+      _mm_prefetch((const char *)(pk[c] + p), _MM_HINT_T0);
+      b[c] = _mm512_loadu_ps(kr[c] + p);
+    }
+#pragma GCC unroll 4
+    for (size_t r = 0; r < mr; r++) {
+      __m512 a = _mm512_loadu_ps(q + r * ldq + p);
+      for (size_t c = 0; c < DN; c++)
+        acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+    }
+  }
+  if (p < d) {
+    __mmask16 kd = sa_mask16(d - p);
+    __m512 b[DN];
+    for (size_t c = 0; c < DN; c++)
+      b[c] = _mm512_maskz_loadu_ps(kd, kr[c] + p);
+#pragma GCC unroll 4
+    for (size_t r = 0; r < mr; r++) {
+      __m512 a = _mm512_maskz_loadu_ps(kd, q + r * ldq + p);
+      for (size_t c = 0; c < DN; c++)
+        acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+    }
+  }
+  __m512 y[DM];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < DM; r++) /* rows past mr: zeros the compiler drops */
+    y[r] = r < mr ? hsum4(acc[r]) : _mm512_setzero_ps();
+  /* a 4 x 4 transpose of 128-bit lanes, adding as it goes: lane group r of
+   * sum holds row r's DN sums */
+  __m512 u01 = _mm512_add_ps(_mm512_shuffle_f32x4(y[0], y[1], 0x44),
+                             _mm512_shuffle_f32x4(y[0], y[1], 0xee));
+  __m512 u23 = _mm512_add_ps(_mm512_shuffle_f32x4(y[2], y[3], 0x44),
+                             _mm512_shuffle_f32x4(y[2], y[3], 0xee));
+  __m512 sum = _mm512_add_ps(_mm512_shuffle_f32x4(u01, u23, 0x88),
+                             _mm512_shuffle_f32x4(u01, u23, 0xdd));
+  sum = _mm512_mul_ps(sum, _mm512_set1_ps(scale));
+  __mmask16 kn = sa_mask16(nk);
+#pragma GCC unroll 4
+  for (size_t r = 0; r < mr; r++)
+    _mm512_mask_storeu_ps(s + r * lds, kn, group(sum, r));
+}
+
+static void score_dots(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+                       const float *k, size_t ldk, float scale, float *s,
+                       size_t lds) {
+  for (size_t j0 = 0; j0 < n; j0 += DN) {
+    size_t nk = n - j0 < DN ? n - j0 : DN;
+    const float *kr[DN], *pk[DN];
+    for (size_t c = 0; c < DN; c++) {
+      size_t ahead = j0 + c + PF < n ? j0 + c + PF : n - 1;
+      kr[c] = k + (c < nk ? j0 + c : j0) * ldk;
+      pk[c] = k + ahead * ldk;
+    }
+    for (size_t i0 = 0; i0 < m; i0 += DM) {
+      const float *qi = q + i0 * ldq;
+      float *si = s + i0 * lds + j0;
+      /* later row blocks find these keys in cache: "prefetch" them instead
+       * of fetching the ones ahead again */
+      const float *const *pi = i0 == 0 ? pk : kr;
+      switch (m - i0 < DM ? m - i0 : DM) {
+      case 4:
+        dots(4, d, qi, ldq, kr, pi, si, lds, nk, scale);
+        break;
+      case 3:
+        dots(3, d, qi, ldq, kr, pi, si, lds, nk, scale);
+        break;
+      case 2:
+        dots(2, d, qi, ldq, kr, pi, si, lds, nk, scale);
+        break;
+      default:
+        dots(1, d, qi, ldq, kr, pi, si, lds, nk, scale);
+        break;
+      }
+    }
+  }
+}
+
+void sa_score__avx512(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+                      const float *k, size_t ldk, float scale, float *s,
+                      size_t lds) {
+  if (m <= DOTS_M)
+    score_dots(m, n, d, q, ldq, k, ldk, scale, s, lds);
+  else
+    score_packed(m, n, d, q, ldq, k, ldk, scale, s, lds);
 }

@@ -8,6 +8,12 @@
  * order, as the oracle does. beta is folded into the single store at the end
  * (beta NULL: o is only written, so it may hold NaN on entry).
  *
+ * Column blocks walk V down 128 bytes of each row at a time, a pattern the
+ * hardware prefetchers do not follow: from memory (decode, where each V row
+ * is used by a few rows of p) V came at a third of the bandwidth. So the
+ * first column block prefetches whole rows of V PF rows ahead, and the
+ * others find them in cache.
+ *
  * Tails: the columns past dv are masked off at every load and store of the
  * last column block (a lane outside the mask is neither read nor faulted);
  * leftover rows run the same tile with fewer rows.
@@ -17,18 +23,23 @@
 #include "kernels.h"
 #include "util.h"
 
-enum { MR = 8, NV = 2 };
+enum { MR = 8, NV = 2, PF = 8 };
 
-/* mr is a constant at every call, so acc lives in registers. */
+/* pf > 0: also prefetch pf floats of the row PF further on. mr is a constant
+ * at every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
 tile(size_t mr, size_t n, const float *p, size_t ldp, const float *v,
-     size_t ldv, const float *beta, float *o, size_t ldo, const __mmask16 *km) {
+     size_t ldv, const float *beta, float *o, size_t ldo, const __mmask16 *km,
+     size_t pf) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++)
     for (size_t c = 0; c < NV; c++)
       acc[r][c] = _mm512_setzero_ps();
   for (size_t j = 0; j < n; j++) {
+    const float *ahead = v + (j + PF < n ? j + PF : n - 1) * ldv;
+    for (size_t c = 0; c < pf; c += 16)
+      _mm_prefetch((const char *)(ahead + c), _MM_HINT_T0);
     __m512 b[NV];
     for (size_t c = 0; c < NV; c++)
       b[c] = _mm512_maskz_loadu_ps(km[c], v + j * ldv + 16 * c);
@@ -66,31 +77,32 @@ void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
       for (size_t c = 0; c < NV; c++)
         km[c] = sa_mask16(dv > c0 + 16 * c ? dv - c0 - 16 * c : 0);
       const float *vc = v + c0;
+      size_t pf = i0 == 0 && c0 == 0 ? dv : 0;
       float *oc = oi + c0;
       switch (m - i0 < MR ? m - i0 : MR) {
       case 8:
-        tile(8, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        tile(8, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
         break;
       case 7:
-        tile(7, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        tile(7, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
         break;
       case 6:
-        tile(6, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        tile(6, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
         break;
       case 5:
-        tile(5, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        tile(5, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
         break;
       case 4:
-        tile(4, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        tile(4, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
         break;
       case 3:
-        tile(3, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        tile(3, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
         break;
       case 2:
-        tile(2, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        tile(2, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
         break;
       default:
-        tile(1, n, pi, ldp, vc, ldv, bi, oc, ldo, km);
+        tile(1, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
         break;
       }
     }
