@@ -27,25 +27,27 @@ static const sa_kernel_set kernel_sets[] = {
      sa_wsum__scalar},
 #if SA_HAVE_AVX2
     {"avx2", "avx2", "sleef-u10",
-     "AVX2+FMA; score and wsum 6x16 register tiles (score on a "
-     "packed K panel); SLEEF expf8 u10 (1 ULP)",
+     "AVX2+FMA; score and wsum 6x16 register tiles (score on a packed K "
+     "panel, 2x4 dot products for m <= 8); SLEEF expf8 u10 (1 ULP)",
      256, 21, SA_X86_AVX2, sa_score__avx2, sa_softmax__avx2_sleef,
      sa_softmax_online__avx2_sleef, sa_wsum__avx2},
     {"avx2-polyexp", "avx2", "poly",
-     "AVX2+FMA; score and wsum 6x16 register tiles (score on a "
-     "packed K panel); inline polynomial exp (1.01 ULP)",
+     "AVX2+FMA; score and wsum 6x16 register tiles (score on a packed K "
+     "panel, 2x4 dot products for m <= 8); polynomial exp (1.01 ULP)",
      256, 20, SA_X86_AVX2, sa_score__avx2, sa_softmax__avx2_poly,
      sa_softmax_online__avx2_poly, sa_wsum__avx2},
 #endif
 #if SA_HAVE_AVX512
     {"avx512", "avx512", "sleef-u10",
-     "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score "
-     "on a packed K panel), masked tails; SLEEF expf16 u10 (1 ULP)",
+     "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score on a "
+     "packed K panel, 4x4 dot products for m <= 16), masked tails; SLEEF "
+     "expf16 u10 (1 ULP)",
      512, 31, SA_X86_AVX512, sa_score__avx512, sa_softmax__avx512_sleef,
      sa_softmax_online__avx512_sleef, sa_wsum__avx512},
     {"avx512-polyexp", "avx512", "poly",
-     "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score "
-     "on a packed K panel), masked tails; polynomial exp (1.01 ULP)",
+     "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score on a "
+     "packed K panel, 4x4 dot products for m <= 16), masked tails; "
+     "polynomial exp (1.01 ULP)",
      512, 30, SA_X86_AVX512, sa_score__avx512, sa_softmax__avx512_poly,
      sa_softmax_online__avx512_poly, sa_wsum__avx512},
 #endif
