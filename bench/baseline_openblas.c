@@ -16,7 +16,8 @@
 
 const char *sa_openblas_describe(void) {
   static char buf[256];
-  snprintf(buf, sizeof buf, "%s; core %s; %d thread(s) (openblas_set_num_threads)",
+  snprintf(buf, sizeof buf,
+           "%s; core %s; %d thread(s) (openblas_set_num_threads)",
            openblas_get_config(), openblas_get_corename(),
            openblas_get_num_threads());
   return buf;
@@ -24,14 +25,17 @@ const char *sa_openblas_describe(void) {
 
 void sa_openblas_set_threads(int n) { openblas_set_num_threads(n); }
 
-static void softmax_rows(size_t m, size_t n, float *s, const sa_attention_desc *d) {
+static void softmax_rows(size_t m, size_t n, float *s,
+                         const sa_attention_desc *d) {
   for (size_t i = 0; i < m; i++) {
     float *row = s + i * n;
     size_t len = n;
     if (d->mask == SA_MASK_CAUSAL_TOP_LEFT)
       len = i + 1 < n ? i + 1 : n;
     else if (d->mask == SA_MASK_CAUSAL_BOTTOM_RIGHT)
-      len = i + 1 + n > d->len_q ? (i + 1 + n - d->len_q < n ? i + 1 + n - d->len_q : n) : 0;
+      len = i + 1 + n > d->len_q
+                ? (i + 1 + n - d->len_q < n ? i + 1 + n - d->len_q : n)
+                : 0;
     float mx = -INFINITY, sum = 0.0f;
     for (size_t j = 0; j < len; j++)
       mx = row[j] > mx ? row[j] : mx;
@@ -48,8 +52,7 @@ static void softmax_rows(size_t m, size_t n, float *s, const sa_attention_desc *
 }
 
 void sa_openblas_attention(const sa_attention_desc *d, const float *q,
-                           const float *k, const float *v, float *o,
-                           float *s) {
+                           const float *k, const float *v, float *o, float *s) {
   const size_t lq = d->len_q, lk = d->len_kv, dq = d->dim_qk, dv = d->dim_v;
   const size_t group = d->heads_q / d->heads_kv;
   const float scale = d->scale > 0 ? d->scale : 1.0f / sqrtf((float)dq);

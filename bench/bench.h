@@ -86,8 +86,7 @@ void sa_openblas_set_threads(int n);
  * row softmax (masked keys -> 0), cblas_sgemm for O = P*V. Packed
  * [B,H,L,D] tensors; s holds len_q*len_kv floats. */
 void sa_openblas_attention(const sa_attention_desc *d, const float *q,
-                           const float *k, const float *v, float *o,
-                           float *s);
+                           const float *k, const float *v, float *o, float *s);
 #endif
 
 #endif /* SA_BENCH_H */

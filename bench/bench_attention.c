@@ -58,12 +58,12 @@ static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
     snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu_causal", lq, d, hq);
     break;
   case DECODE:
-    snprintf(s->name, sizeof s->name, "decode_Lk%zu_d%zu_h%zukv%zu", lkv, d,
-             hq, hkv);
+    snprintf(s->name, sizeof s->name, "decode_Lk%zu_d%zu_h%zukv%zu", lkv, d, hq,
+             hkv);
     break;
   default:
-    snprintf(s->name, sizeof s->name, "cross_Lq%zu_Lk%zu_d%zu_h%zu", lq, lkv,
-             d, hq);
+    snprintf(s->name, sizeof s->name, "cross_Lq%zu_Lk%zu_d%zu_h%zu", lq, lkv, d,
+             hq);
   }
 }
 
@@ -202,8 +202,8 @@ static void bm_attention(sa_bench_state *st, void *argp) {
   sa_attention_desc desc = desc_of(s, a->algo);
   const sa_kernel_set *oracle = sa_bench_oracle();
   /* The oracle's own three_pass row produces the reference as it runs. */
-  int makes_ref = a->ks == oracle && a->algo == SA_ALGO_THREE_PASS &&
-                  !refs[a->shape];
+  int makes_ref =
+      a->ks == oracle && a->algo == SA_ALGO_THREE_PASS && !refs[a->shape];
   sa_context *ctx = NULL;
   if (a->ks && !(ctx = context_for(a->ks))) {
     sa_bench_skip_with_error(st, "sa_context_create failed");

@@ -42,7 +42,7 @@ static tile_data cur;
 static tile_data *tile(size_t m, size_t n, size_t d) {
   if (cur.q && cur.m == m && cur.n == n && cur.d == d)
     return &cur;
-  float **bufs[] = {&cur.q, &cur.k, &cur.s, &cur.v, &cur.o,
+  float **bufs[] = {&cur.q,  &cur.k, &cur.s,     &cur.v,   &cur.o,
                     &cur.mx, &cur.l, &cur.alpha, &cur.beta};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     sa_bench_free(*bufs[i]);
@@ -123,8 +123,7 @@ static void bm_kernel(sa_bench_state *st, void *argp) {
   }
 }
 
-static void add(const sa_kernel_set *ks, int op, size_t m, size_t n,
-                size_t d) {
+static void add(const sa_kernel_set *ks, int op, size_t m, size_t n, size_t d) {
   kernel_arg *a = malloc(sizeof *a); /* lives until exit */
   if (!a)
     abort();
@@ -134,8 +133,8 @@ static void add(const sa_kernel_set *ks, int op, size_t m, size_t n,
     snprintf(name, sizeof name, "kernel/%s/%s/%zux%zu_d%zu", op_names[op],
              ks->name, m, n, d);
   else
-    snprintf(name, sizeof name, "kernel/%s/%s/%zux%zu", op_names[op],
-             ks->name, m, n);
+    snprintf(name, sizeof name, "kernel/%s/%s/%zux%zu", op_names[op], ks->name,
+             m, n);
   sa_bench *b = sa_bench_register(name, bm_kernel, a);
   sa_bench_set_unit(b, SA_BENCH_US);
   sa_bench_timing(b);

@@ -221,7 +221,8 @@ static void gather_context(void) {
     put("sa_threads", "%d", n);
     if (n != sa_bench_cfg.threads)
       put("sa_threads_asked", "%d", sa_bench_cfg.threads);
-    put("sa_pinning", "%s", sa_context_pinned(c) ? "pinned to cores" : "unpinned");
+    put("sa_pinning", "%s",
+        sa_context_pinned(c) ? "pinned to cores" : "unpinned");
     sa_context_destroy(c);
   } else {
     put("sa_threads", "%d", sa_bench_cfg.threads);
@@ -279,7 +280,8 @@ static void usage(void) {
           "  --sa_peak=isa:G,...,mem:B  peaks (GFLOP/s per thread, GB/s) "
           "instead of\n"
           "                             a short measurement, for %% of peak\n"
-          "  --sa_mem_mib=N             streaming-read probe size (1024; quick 256)\n"
+          "  --sa_mem_mib=N             streaming-read probe size (1024; quick "
+          "256)\n"
           "  --sa_print=context|slug|sets  print and exit\n");
 }
 

@@ -61,8 +61,8 @@ static void init_peaks(void) {
 /* The same clock the rows are timed with (sa_bench_timing). */
 static double now_s(void) {
   struct timespec t;
-  clock_gettime(sa_bench_cfg.threads > 1 ? CLOCK_MONOTONIC
-                                         : CLOCK_THREAD_CPUTIME_ID, &t);
+  clock_gettime(
+      sa_bench_cfg.threads > 1 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 

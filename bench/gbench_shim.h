@@ -32,7 +32,8 @@ typedef void (*sa_bench_fn)(sa_bench_state *st, void *arg);
 
 /* ------------------------------------------------------------ registration */
 
-/* Registers fn(st, arg) under name. Never NULL (aborts on allocation failure). */
+/* Registers fn(st, arg) under name. Never NULL (aborts on allocation failure).
+ */
 sa_bench *sa_bench_register(const char *name, sa_bench_fn fn, void *arg);
 
 typedef enum sa_bench_unit {
@@ -73,10 +74,10 @@ void sa_bench_pause(sa_bench_state *st);
 void sa_bench_resume(sa_bench_state *st);
 
 enum {
-  SA_BENCH_PLAIN = 0,        /* reported as given */
-  SA_BENCH_RATE = 1u << 0,   /* divided by the measured time: per second */
-  SA_BENCH_PER_ITER = 1u << 1, /* the value is per iteration: multiplied by
-                                  the iteration count (with RATE: work/s) */
+  SA_BENCH_PLAIN = 0,             /* reported as given */
+  SA_BENCH_RATE = 1u << 0,        /* divided by the measured time: per second */
+  SA_BENCH_PER_ITER = 1u << 1,    /* the value is per iteration: multiplied by
+                                     the iteration count (with RATE: work/s) */
   SA_BENCH_AVG_THREADS = 1u << 2, /* divided by the benchmark's thread count */
   SA_BENCH_BASE_1024 = 1u << 3,   /* k, M, G in the console mean 1024^n */
 };
@@ -84,7 +85,8 @@ enum {
  * With SA_BENCH_RATE alone, value is the total over all iterations. */
 void sa_bench_counter(sa_bench_state *st, const char *name, double value,
                       unsigned flags);
-/* Totals over all iterations; reported as items_per_second / bytes_per_second. */
+/* Totals over all iterations; reported as items_per_second / bytes_per_second.
+ */
 void sa_bench_set_items_processed(sa_bench_state *st, int64_t items);
 void sa_bench_set_bytes_processed(sa_bench_state *st, int64_t bytes);
 void sa_bench_set_label(sa_bench_state *st, const char *label);

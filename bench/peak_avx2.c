@@ -19,15 +19,25 @@ uint64_t sa_peak_fma__avx2(uint64_t reps, float *sink) {
          a10 = _mm256_set1_ps(1.1f), a11 = _mm256_set1_ps(1.2f);
   for (uint64_t r = 0; r < reps; r++) {
 #define STEP(a) a = _mm256_fmadd_ps(a, m, c)
-    STEP(a0); STEP(a1); STEP(a2); STEP(a3); STEP(a4); STEP(a5);
-    STEP(a6); STEP(a7); STEP(a8); STEP(a9); STEP(a10); STEP(a11);
+    STEP(a0);
+    STEP(a1);
+    STEP(a2);
+    STEP(a3);
+    STEP(a4);
+    STEP(a5);
+    STEP(a6);
+    STEP(a7);
+    STEP(a8);
+    STEP(a9);
+    STEP(a10);
+    STEP(a11);
 #undef STEP
   }
   __m256 s = _mm256_add_ps(
       _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
       _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-  s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9),
-                                     _mm256_add_ps(a10, a11)));
+  s = _mm256_add_ps(
+      s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
   float out[8];
   _mm256_storeu_ps(out, s);
   *sink = out[0] + out[7];

@@ -19,9 +19,22 @@ uint64_t sa_peak_fma__avx512(uint64_t reps, float *sink) {
          a12 = a[12], a13 = a[13], a14 = a[14], a15 = a[15];
   for (uint64_t r = 0; r < reps; r++) {
 #define STEP(x) x = _mm512_fmadd_ps(x, m, c)
-    STEP(a0); STEP(a1); STEP(a2); STEP(a3); STEP(a4); STEP(a5); STEP(a6);
-    STEP(a7); STEP(a8); STEP(a9); STEP(a10); STEP(a11); STEP(a12); STEP(a13);
-    STEP(a14); STEP(a15);
+    STEP(a0);
+    STEP(a1);
+    STEP(a2);
+    STEP(a3);
+    STEP(a4);
+    STEP(a5);
+    STEP(a6);
+    STEP(a7);
+    STEP(a8);
+    STEP(a9);
+    STEP(a10);
+    STEP(a11);
+    STEP(a12);
+    STEP(a13);
+    STEP(a14);
+    STEP(a15);
 #undef STEP
   }
   __m512 s0 = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));

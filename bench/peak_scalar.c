@@ -17,13 +17,23 @@ typedef float v4f __attribute__((vector_size(16)));
 uint64_t sa_peak_fma__scalar(uint64_t reps, float *sink) {
   const v4f m = {0.999999f, 0.999999f, 0.999999f, 0.999999f};
   const v4f c = {1e-6f, 1e-6f, 1e-6f, 1e-6f};
-  v4f a0 = m * 0.1f, a1 = m * 0.2f, a2 = m * 0.3f, a3 = m * 0.4f,
-      a4 = m * 0.5f, a5 = m * 0.6f, a6 = m * 0.7f, a7 = m * 0.8f,
-      a8 = m * 0.9f, a9 = m * 1.0f, a10 = m * 1.1f, a11 = m * 1.2f;
+  v4f a0 = m * 0.1f, a1 = m * 0.2f, a2 = m * 0.3f, a3 = m * 0.4f, a4 = m * 0.5f,
+      a5 = m * 0.6f, a6 = m * 0.7f, a7 = m * 0.8f, a8 = m * 0.9f, a9 = m * 1.0f,
+      a10 = m * 1.1f, a11 = m * 1.2f;
   for (uint64_t r = 0; r < reps; r++) {
 #define STEP(a) a = a * m + c
-    STEP(a0); STEP(a1); STEP(a2); STEP(a3); STEP(a4); STEP(a5);
-    STEP(a6); STEP(a7); STEP(a8); STEP(a9); STEP(a10); STEP(a11);
+    STEP(a0);
+    STEP(a1);
+    STEP(a2);
+    STEP(a3);
+    STEP(a4);
+    STEP(a5);
+    STEP(a6);
+    STEP(a7);
+    STEP(a8);
+    STEP(a9);
+    STEP(a10);
+    STEP(a11);
 #undef STEP
   }
   v4f s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) +

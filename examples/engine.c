@@ -36,11 +36,20 @@ int main(void) {
     return 1;
   }
   sa_strides blhd = {LEN * HEADS * DIM, DIM, HEADS * DIM};
-  sa_attention_desc desc = {
-      .batch = 1, .heads_q = HEADS, .heads_kv = HEADS, .len_q = LEN,
-      .len_kv = LEN, .dim_qk = DIM, .dim_v = DIM, .scale = 0.0f,
-      .mask = SA_MASK_CAUSAL_TOP_LEFT, .algorithm = SA_ALGO_AUTO,
-      .q = blhd, .k = blhd, .v = blhd, .o = blhd};
+  sa_attention_desc desc = {.batch = 1,
+                            .heads_q = HEADS,
+                            .heads_kv = HEADS,
+                            .len_q = LEN,
+                            .len_kv = LEN,
+                            .dim_qk = DIM,
+                            .dim_v = DIM,
+                            .scale = 0.0f,
+                            .mask = SA_MASK_CAUSAL_TOP_LEFT,
+                            .algorithm = SA_ALGO_AUTO,
+                            .q = blhd,
+                            .k = blhd,
+                            .v = blhd,
+                            .o = blhd};
   st = sa_attention(ctx, &desc, q, k, v, o);
   printf("sa_attention on %s, %d thread(s): %s, o[0..2] = %.4f %.4f %.4f\n",
          sa_context_kernel_set(ctx)->name, sa_context_num_threads(ctx),

@@ -1,5 +1,6 @@
 /*
- * score, NEON: s[i][j] = scale * sum_p q[i][p] * k[j][p]   (i < m, j < n, p < d)
+ * score, NEON: s[i][j] = scale * sum_p q[i][p] * k[j][p]   (i < m, j < n, p <
+ * d)
  *
  * Both Q and K are row-major with d contiguous, so a score is a dot product of
  * two contiguous rows. The tile is 4 query rows x 4 keys: per step of 4 along

@@ -68,11 +68,12 @@ SA_NEON_INLINE float sa_neon_row_exp_sum(float *row, size_t valid, float mx,
   }
   if (j < valid) {
     size_t r = valid - j;
-    float32x4_t e = exp4(vsubq_f32(sa_neon_load_partial(row + j, r, 0.0f), vmx));
+    float32x4_t e =
+        exp4(vsubq_f32(sa_neon_load_partial(row + j, r, 0.0f), vmx));
     sa_neon_store_partial(row + j, r, e);
     uint32x4_t keep = sa_neon_lane_mask(r);
-    s1 = vaddq_f32(s1, vreinterpretq_f32_u32(
-                           vandq_u32(vreinterpretq_u32_f32(e), keep)));
+    s1 = vaddq_f32(
+        s1, vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(e), keep)));
   }
   return vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
 }

@@ -19,7 +19,9 @@
 #include "kernels.h"
 #include "softmax_rows.h"
 
-static float32x4_t exp4_sleef(float32x4_t x) { return Sleef_expf4_u10advsimd(x); }
+static float32x4_t exp4_sleef(float32x4_t x) {
+  return Sleef_expf4_u10advsimd(x);
+}
 
 void sa_softmax__neon_sleef(size_t m, size_t n, float *s, size_t lds,
                             const size_t *len) {

@@ -79,8 +79,8 @@ SA_NEON_INLINE void wsum_tile(size_t MR, size_t NV, size_t rc, size_t n,
         vst1q_f32(orow + 4 * t, res);
       } else {
         if (beta)
-          res = vfmaq_n_f32(
-              res, sa_neon_load_partial(orow + 4 * t, rc, 0.0f), beta[r]);
+          res = vfmaq_n_f32(res, sa_neon_load_partial(orow + 4 * t, rc, 0.0f),
+                            beta[r]);
         sa_neon_store_partial(orow + 4 * t, rc, res);
       }
     }
