@@ -4,11 +4,13 @@
  * itself only validates shapes and runs.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "errors.h"
 #include "internal.h"
+#include "topology.h"
 
 /* Parses a positive decimal int from the environment; 0 if unset. */
 static sa_status env_int(const char *name, int *out) {
@@ -84,6 +86,10 @@ sa_status sa_context_create(const sa_context_options *opts, sa_context **out) {
     free(ctx);
     return sa_fail(SA_ERR_NO_MEMORY, "context scratch");
   }
+  if (sa_verbose())
+    fprintf(stderr, "simdattn: context: kernel set %s (%s), %d thread(s), %s\n",
+            ks->name, ks->about, ctx->nthreads,
+            sa_pool_pinned(ctx->pool) ? "pinned one per core" : "unpinned");
   *out = ctx;
   return SA_OK;
 }
