@@ -28,12 +28,14 @@ static const sa_kernel_set kernel_sets[] = {
 #if SA_HAVE_AVX2
     {"avx2", "avx2", "sleef-u10",
      "AVX2+FMA; score and wsum 6x16 register tiles (score on a packed K "
-     "panel, 2x4 dot products for m <= 8); SLEEF expf8 u10 (1 ULP)",
+     "panel, 4x3 dot products for m <= 8, 2x4 for m <= 2); SLEEF expf8 u10 (1 "
+     "ULP)",
      256, 21, SA_X86_AVX2, sa_score__avx2, sa_softmax__avx2_sleef,
      sa_softmax_online__avx2_sleef, sa_wsum__avx2},
     {"avx2-polyexp", "avx2", "poly",
      "AVX2+FMA; score and wsum 6x16 register tiles (score on a packed K "
-     "panel, 2x4 dot products for m <= 8); polynomial exp (1.01 ULP)",
+     "panel, 4x3 dot products for m <= 8, 2x4 for m <= 2); polynomial exp "
+     "(1.01 ULP)",
      256, 20, SA_X86_AVX2, sa_score__avx2, sa_softmax__avx2_poly,
      sa_softmax_online__avx2_poly, sa_wsum__avx2},
 #endif
