@@ -11,4 +11,8 @@ sa_status
 sa_fail(sa_status status, const char *fmt, ...);
 void sa_clear_error(void);
 
+/* 1 when SIMDATTN_VERBOSE is set to something other than "" or "0": one
+ * rule for every module that reports on stderr. */
+int sa_verbose(void);
+
 #endif

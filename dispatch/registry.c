@@ -149,7 +149,7 @@ static void choose_default(void) {
     set = sa_kernel_set_best();
   }
   default_set = set;
-  if (getenv("SIMDATTN_VERBOSE"))
+  if (sa_verbose())
     fprintf(stderr, "simdattn: kernel set %s\n", default_set->name);
 }
 

@@ -1,6 +1,8 @@
 /* Status sentences and the per-thread detail message behind sa_last_error. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "errors.h"
 #include "simdattn.h"
@@ -46,3 +48,8 @@ sa_status sa_fail(sa_status status, const char *fmt, ...) {
 }
 
 void sa_clear_error(void) { last_error[0] = '\0'; }
+
+int sa_verbose(void) {
+  const char *s = getenv("SIMDATTN_VERBOSE");
+  return s && s[0] && strcmp(s, "0") != 0;
+}

@@ -48,11 +48,6 @@ hwloc_bitmap_t sa_topology_allowed(hwloc_topology_t topo) {
   return set;
 }
 
-int sa_verbose(void) {
-  const char *s = getenv("SIMDATTN_VERBOSE");
-  return s && s[0] && strcmp(s, "0") != 0;
-}
-
 int sa_topology_cpus(void) {
   hwloc_topology_t topo = sa_topology();
   hwloc_bitmap_t allowed = topo ? sa_topology_allowed(topo) : NULL;

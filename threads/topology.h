@@ -8,6 +8,7 @@
 #ifndef SA_THREADS_TOPOLOGY_H
 #define SA_THREADS_TOPOLOGY_H
 
+#include "errors.h"
 #include <hwloc.h>
 
 /* The process-wide topology, or NULL if hwloc could not load one. */
@@ -24,8 +25,5 @@ hwloc_bitmap_t sa_topology_allowed(hwloc_topology_t topo);
 /* PUs in sa_topology_allowed (online CPUs without hwloc): more workers
  * than this and they take turns on CPUs. */
 int sa_topology_cpus(void);
-
-/* 1 when SIMDATTN_VERBOSE is set to something other than "" or "0". */
-int sa_verbose(void);
 
 #endif
