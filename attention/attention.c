@@ -9,6 +9,10 @@
  * order, which balances load without knowing the thread count. A tile's
  * result does not depend on which worker computes it, so the output is
  * bit-identical for any number of threads.
+ *
+ * Order of a call: read the caller's descriptor (struct_size), validate it
+ * and the pointers (nothing written yet), take the context (SA_ERR_BUSY),
+ * size the scratch, run, release.
  */
 #include <stdlib.h>
 
@@ -62,7 +66,25 @@ static void run_tile(void *arg, size_t task, int worker) {
     sa_tile_fused(j->ks, p, &t, &j->scratch[worker]);
 }
 
+/* Every worker's scratch big enough for the plan: grown (and kept) in our
+ * own memory, or checked against its share of the caller's workspace. */
 static sa_status ensure_scratch(sa_context *ctx, const sa_plan *p) {
+  if (ctx->workspace) {
+    size_t need = sa_scratch_bytes(p->scratch_floats, p->scratch_lens);
+    if (need > ctx->worker_bytes)
+      return sa_fail(SA_ERR_WORKSPACE,
+                     "this call needs %zu bytes of workspace per worker (%d "
+                     "workers: ask sa_attention_workspace), the context has "
+                     "%zu",
+                     need, ctx->nthreads, ctx->worker_bytes);
+    size_t floats_bytes = (p->scratch_floats * sizeof(float) + 63) & ~(size_t)63;
+    for (int w = 0; w < ctx->nthreads; w++) {
+      unsigned char *base = ctx->workspace + (size_t)w * ctx->worker_bytes;
+      ctx->scratch[w].buf = (float *)(void *)base;
+      ctx->scratch[w].len = (size_t *)(void *)(base + floats_bytes);
+    }
+    return SA_OK;
+  }
   for (int w = 0; w < ctx->nthreads; w++) {
     sa_scratch *s = &ctx->scratch[w];
     if (s->floats < p->scratch_floats) {
@@ -87,17 +109,29 @@ static sa_status ensure_scratch(sa_context *ctx, const sa_plan *p) {
   return SA_OK;
 }
 
+static sa_status load_desc(const sa_attention_desc *user,
+                           sa_attention_desc *d) {
+  return sa_struct_load("sa_attention_desc", user, SA_ATTENTION_DESC_MIN_SIZE,
+                        sizeof *d, d);
+}
+
 sa_status sa_attention_workspace(const sa_context *ctx,
                                  const sa_attention_desc *desc,
-                                 size_t *floats_per_worker) {
-  if (!desc || !floats_per_worker)
+                                 size_t *bytes) {
+  if (!desc || !bytes)
     return sa_fail(SA_ERR_NULL_POINTER, "sa_attention_workspace: NULL");
+  sa_attention_desc d;
   sa_plan p;
-  sa_status st = sa_plan_make(desc, ctx ? ctx->block_q : SA_DEFAULT_BLOCK_Q,
-                              ctx ? ctx->block_kv : SA_DEFAULT_BLOCK_KV, &p);
-  if (st == SA_OK)
-    *floats_per_worker = p.scratch_floats;
-  return st;
+  sa_status st;
+  if ((st = load_desc(desc, &d)) ||
+      (st = sa_plan_make(&d, ctx ? ctx->block_q : SA_DEFAULT_BLOCK_Q,
+                         ctx ? ctx->block_kv : SA_DEFAULT_BLOCK_KV, &p)))
+    return st;
+  size_t workers = ctx ? (size_t)ctx->nthreads : 1;
+  /* each share is whole cache lines; 63 more for aligning the start */
+  *bytes = workers * sa_scratch_bytes(p.scratch_floats, p.scratch_lens) + 63;
+  sa_clear_error();
+  return SA_OK;
 }
 
 sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
@@ -106,18 +140,17 @@ sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
   if (!desc || !q || !k || !v || !o)
     return sa_fail(SA_ERR_NULL_POINTER,
                    "sa_attention: desc, q, k, v and o must not be NULL");
-  sa_context *own = NULL;
+  sa_attention_desc d;
   sa_status st;
-  if (!ctx) {
-    sa_context_options one = {.num_threads = 1};
-    if ((st = sa_context_create(&one, &own)))
-      return st;
-    ctx = own;
-  }
+  if ((st = load_desc(desc, &d)) ||
+      (!ctx && (st = sa_context_thread_default(&ctx))))
+    return st;
   sa_plan p;
-  if ((st = sa_plan_make(desc, ctx->block_q, ctx->block_kv, &p)) ||
-      (st = ensure_scratch(ctx, &p))) {
-    sa_context_destroy(own);
+  if ((st = sa_plan_make(&d, ctx->block_q, ctx->block_kv, &p)) ||
+      (st = sa_plan_memory(&p, q, k, v, o)) || (st = sa_context_enter(ctx)))
+    return st;
+  if ((st = ensure_scratch(ctx, &p))) {
+    sa_context_leave(ctx);
     return st;
   }
 
@@ -133,7 +166,7 @@ sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
   /* cannot overflow: each factor is at most the extent of O's rows */
   size_t ntasks = p.batch * j.nheads * j.nqb;
   sa_pool_run(ctx->pool, ntasks, run_tile, &j);
-  sa_context_destroy(own);
+  sa_context_leave(ctx);
   sa_clear_error();
   return SA_OK;
 }

@@ -1,91 +1,150 @@
 /*
  * The context: the chosen kernel set, the worker pool, tile sizes and each
  * worker's scratch. Everything is resolved here, once, so the attention call
- * itself only validates shapes and runs.
+ * itself only validates shapes and runs. Also here: the one-call-at-a-time
+ * rule (busy), the restart after fork(), and the per-thread context that
+ * NULL-context calls use.
  */
-#include <errno.h>
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "env.h"
 #include "errors.h"
+#include "fork.h"
 #include "internal.h"
 #include "topology.h"
 
-/* Parses a positive decimal int from the environment; 0 if unset. */
-static sa_status env_int(const char *name, int *out) {
-  const char *s = getenv(name);
-  *out = 0;
-  if (!s || !s[0])
-    return SA_OK;
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || *end || v < 1 || v > 4096)
+size_t sa_scratch_bytes(size_t floats, size_t lens) {
+  return ((floats * sizeof(float) + 63) & ~(size_t)63) +
+         ((lens * sizeof(size_t) + 63) & ~(size_t)63);
+}
+
+static sa_status check_options(const sa_context_options *o) {
+  if (o->num_threads < 0 || o->num_threads > 4096)
     return sa_fail(SA_ERR_BAD_ARGUMENT,
-                   "%s='%.32s' is not a thread count in "
-                   "[1, 4096]",
-                   name, s);
-  *out = (int)v;
+                   "num_threads = %d is outside [0, 4096]", o->num_threads);
+  if ((unsigned)o->pin > SA_PIN_NONE)
+    return sa_fail(SA_ERR_BAD_ARGUMENT, "pin = %d is not an sa_pin_policy",
+                   (int)o->pin);
+  if (o->block_q > SA_MAX_DIM || o->block_kv > SA_MAX_DIM)
+    return sa_fail(SA_ERR_BAD_ARGUMENT, "block_q or block_kv above 2^31");
+  if (o->first_core < 0 || o->first_core > 65536)
+    return sa_fail(SA_ERR_BAD_ARGUMENT, "first_core = %d is outside [0, 65536]",
+                   o->first_core);
+  if (!o->workspace != !o->workspace_bytes)
+    return sa_fail(SA_ERR_BAD_ARGUMENT,
+                   "workspace and workspace_bytes must be given together");
   return SA_OK;
 }
 
-static sa_status env_pin(sa_pin_policy *pin) {
-  const char *s = getenv("SIMDATTN_PIN");
-  *pin = SA_PIN_CORES;
-  if (!s || !s[0] || strcmp(s, "cores") == 0)
-    return SA_OK;
-  if (strcmp(s, "none") == 0) {
-    *pin = SA_PIN_NONE;
-    return SA_OK;
+static void context_free(sa_context *ctx) {
+  if (ctx->pool)
+    sa_pool_destroy(ctx->pool);
+  for (int w = 0; ctx->scratch && !ctx->workspace && w < ctx->nthreads; w++) {
+    free(ctx->scratch[w].buf);
+    free(ctx->scratch[w].len);
   }
-  return sa_fail(SA_ERR_BAD_ARGUMENT,
-                 "SIMDATTN_PIN='%.32s' is neither 'cores' nor 'none'", s);
+  free(ctx->scratch);
+  free((char *)ctx->pool_cfg.cpus);
+  free(ctx);
 }
 
-sa_status sa_context_create(const sa_context_options *opts, sa_context **out) {
-  sa_context_options o = {0};
-  if (!out)
-    return sa_fail(SA_ERR_NULL_POINTER, "sa_context_create: out is NULL");
-  if (opts)
-    o = *opts;
-  if (o.num_threads < 0 || o.num_threads > 4096 ||
-      (unsigned)o.pin > SA_PIN_NONE || o.block_q > SA_MAX_DIM ||
-      o.block_kv > SA_MAX_DIM)
-    return sa_fail(SA_ERR_BAD_ARGUMENT, "sa_context_options out of range");
-
-  const char *isa = o.isa ? o.isa : getenv("SIMDATTN_ISA");
-  const sa_kernel_set *ks;
-  sa_status st = sa_kernel_set_select(isa, &ks);
-  if (st != SA_OK)
-    return st;
-
-  int nthreads = o.num_threads;
-  if (nthreads == 0 && (st = env_int("SIMDATTN_NUM_THREADS", &nthreads)))
-    return st;
-  if (nthreads == 0)
-    nthreads = sa_pool_default_threads();
-  sa_pin_policy pin = o.pin;
-  if (pin == SA_PIN_DEFAULT && (st = env_pin(&pin)))
-    return st;
-
+/* A context from resolved settings: no option or environment is read here. */
+static sa_status context_new(const sa_kernel_set *ks,
+                             const sa_pool_config *cfg,
+                             const sa_context_options *o, sa_context **out) {
   sa_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx)
     return sa_fail(SA_ERR_NO_MEMORY, "context");
+  atomic_init(&ctx->busy, 0);
   ctx->ks = ks;
-  ctx->block_q = o.block_q ? o.block_q : SA_DEFAULT_BLOCK_Q;
-  ctx->block_kv = o.block_kv ? o.block_kv : SA_DEFAULT_BLOCK_KV;
-  if ((st = sa_pool_create(nthreads, pin, &ctx->pool))) {
+  ctx->pool_cfg = *cfg;
+  ctx->pool_cfg.cpus = NULL;
+  if (cfg->cpus && !(ctx->pool_cfg.cpus = strdup(cfg->cpus))) {
     free(ctx);
+    return sa_fail(SA_ERR_NO_MEMORY, "context");
+  }
+  ctx->block_q = o->block_q ? o->block_q : SA_DEFAULT_BLOCK_Q;
+  ctx->block_kv = o->block_kv ? o->block_kv : SA_DEFAULT_BLOCK_KV;
+  sa_status st = sa_pool_create(&ctx->pool_cfg, &ctx->pool);
+  if (st != SA_OK) {
+    ctx->pool = NULL;
+    context_free(ctx);
     return st;
   }
   ctx->nthreads = sa_pool_size(ctx->pool);
   ctx->scratch = calloc((size_t)ctx->nthreads, sizeof *ctx->scratch);
   if (!ctx->scratch) {
-    sa_pool_destroy(ctx->pool);
-    free(ctx);
+    context_free(ctx);
     return sa_fail(SA_ERR_NO_MEMORY, "context scratch");
   }
+  if (o->workspace) {
+    /* each worker's share starts on a cache line of its own */
+    uintptr_t base = (uintptr_t)o->workspace;
+    size_t pad = (size_t)(-base & 63);
+    ctx->worker_bytes = o->workspace_bytes > pad
+                            ? ((o->workspace_bytes - pad) /
+                               (size_t)ctx->nthreads) & ~(size_t)63
+                            : 0;
+    ctx->workspace = (unsigned char *)o->workspace + pad;
+  }
+  *out = ctx;
+  return SA_OK;
+}
+
+sa_status sa_context_create(const sa_context_options *opts, sa_context **out) {
+  sa_context_options o;
+  sa_status st;
+  if (!out)
+    return sa_fail(SA_ERR_NULL_POINTER, "sa_context_create: out is NULL");
+  if (opts) {
+    if ((st = sa_struct_load("sa_context_options", opts,
+                             SA_CONTEXT_OPTIONS_MIN_SIZE, sizeof o, &o)))
+      return st;
+  } else {
+    sa_context_options_init(&o);
+  }
+  if ((st = check_options(&o)))
+    return st;
+
+  const sa_kernel_set *ks;
+  st = o.isa ? sa_kernel_set_select(o.isa, &ks) : sa_kernel_set_default(&ks);
+  if (st != SA_OK)
+    return st;
+
+  sa_pool_config cfg = {o.num_threads, o.pin, o.cpus, o.first_core};
+  if (cfg.nthreads == 0) {
+    if ((st = sa_env_num_threads(&cfg.nthreads)))
+      return st;
+    /* more than the CPUs we may use only makes workers take turns */
+    int cpus = sa_topology_cpus();
+    if (cfg.nthreads > cpus) {
+      if (sa_verbose())
+        fprintf(stderr,
+                "simdattn: SIMDATTN_NUM_THREADS=%d clamped to the %d CPU(s) "
+                "this process may use\n",
+                cfg.nthreads, cpus);
+      cfg.nthreads = cpus;
+    }
+  }
+  if (cfg.nthreads == 0)
+    cfg.nthreads = sa_pool_default_threads(o.cpus, o.first_core);
+  /* one worker is the caller, which is never bound: SIMDATTN_PIN does not
+   * matter then, so a bad value of it cannot fail such a context */
+  if (cfg.pin == SA_PIN_DEFAULT) {
+    if (cfg.nthreads == 1)
+      cfg.pin = SA_PIN_CORES;
+    else if ((st = sa_env_pin(&cfg.pin)))
+      return st;
+  }
+
+  sa_context *ctx;
+  if ((st = context_new(ks, &cfg, &o, &ctx)))
+    return st;
   if (sa_verbose())
     fprintf(stderr, "simdattn: context: kernel set %s (%s), %d thread(s), %s\n",
             ks->name, ks->about, ctx->nthreads,
@@ -95,15 +154,78 @@ sa_status sa_context_create(const sa_context_options *opts, sa_context **out) {
 }
 
 void sa_context_destroy(sa_context *ctx) {
-  if (!ctx)
-    return;
-  sa_pool_destroy(ctx->pool);
-  for (int w = 0; w < ctx->nthreads; w++) {
-    free(ctx->scratch[w].buf);
-    free(ctx->scratch[w].len);
+  if (ctx)
+    context_free(ctx);
+}
+
+sa_status sa_context_enter(sa_context *ctx) {
+  unsigned mine = sa_fork_generation() + 1;
+  unsigned held = atomic_load_explicit(&ctx->busy, memory_order_relaxed);
+  if (held == mine ||
+      !atomic_compare_exchange_strong_explicit(&ctx->busy, &held, mine,
+                                               memory_order_acquire,
+                                               memory_order_relaxed))
+    return sa_fail(SA_ERR_BUSY,
+                   "another sa_attention is running on this context; give "
+                   "each calling thread its own context");
+  if (sa_pool_forked(ctx->pool)) {
+    /* a fork() child: the workers stayed behind in the parent */
+    sa_pool *fresh;
+    sa_status st = sa_pool_create(&ctx->pool_cfg, &fresh);
+    if (st != SA_OK) {
+      sa_context_leave(ctx);
+      return st;
+    }
+    sa_pool_destroy(ctx->pool);
+    ctx->pool = fresh;
   }
-  free(ctx->scratch);
-  free(ctx);
+  return SA_OK;
+}
+
+void sa_context_leave(sa_context *ctx) {
+  atomic_store_explicit(&ctx->busy, 0, memory_order_release);
+}
+
+/* The per-thread context of NULL-context calls: the fast pointer in a
+ * _Thread_local, the key only so that thread exit frees it. */
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t key;
+static int key_ok;
+static _Thread_local sa_context *thread_ctx;
+
+static void thread_ctx_free(void *p) {
+  thread_ctx = NULL; /* a later destructor of this thread may still call */
+  sa_context_destroy(p);
+}
+static void make_key(void) {
+  key_ok = pthread_key_create(&key, thread_ctx_free) == 0;
+}
+
+sa_status sa_context_thread_default(sa_context **out) {
+  if (thread_ctx) {
+    *out = thread_ctx;
+    return SA_OK;
+  }
+  const sa_kernel_set *ks;
+  sa_status st = sa_kernel_set_default(&ks);
+  if (st != SA_OK)
+    return st;
+  pthread_once(&key_once, make_key);
+  if (!key_ok)
+    return sa_fail(SA_ERR_NO_MEMORY, "pthread_key_create failed");
+  sa_context_options o;
+  sa_context_options_init(&o);
+  sa_pool_config cfg = {1, SA_PIN_NONE, NULL, 0};
+  sa_context *ctx;
+  if ((st = context_new(ks, &cfg, &o, &ctx)))
+    return st;
+  if (pthread_setspecific(key, ctx) != 0) {
+    sa_context_destroy(ctx);
+    return sa_fail(SA_ERR_NO_MEMORY, "pthread_setspecific failed");
+  }
+  thread_ctx = ctx;
+  *out = ctx;
+  return SA_OK;
 }
 
 const sa_kernel_set *sa_context_kernel_set(const sa_context *ctx) {

@@ -2,27 +2,56 @@
 #ifndef SA_ATTENTION_INTERNAL_H
 #define SA_ATTENTION_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "pool.h"
 #include "simdattn.h"
 
 #define SA_DEFAULT_BLOCK_Q 64
 #define SA_DEFAULT_BLOCK_KV 256
 
-/* Per-worker scratch, grown on demand and kept across calls. */
+/* Per-worker scratch, grown on demand and kept across calls (or carved from
+ * the caller's workspace). */
 typedef struct sa_scratch {
-  float *buf;    /* scores tile, then mx, l, alpha */
+  float *buf;    /* scores tile, then mx, l, alpha, then (fused) a Q copy */
   size_t *len;   /* valid keys per row of the tile, then per block */
   size_t floats; /* capacity of buf */
   size_t lens;   /* capacity of len */
 } sa_scratch;
 
 struct sa_context {
+  /* 0 while free, else the fork generation of the call running on it, + 1:
+   * a value from another generation was left by a parent's thread that does
+   * not exist in this process, and is taken over. */
+  atomic_uint busy;
   const sa_kernel_set *ks;
   sa_pool *pool;
+  sa_pool_config pool_cfg; /* kept to start the pool again after fork() */
   size_t block_q, block_kv;
   sa_scratch *scratch; /* one per worker */
   int nthreads;
+  unsigned char *workspace; /* the caller's, 64-byte aligned; NULL: ours */
+  size_t worker_bytes;      /* each worker's share of it */
 };
+
+/* Takes the context for one call: SA_OK, or SA_ERR_BUSY if a call is running
+ * on it; restarts its pool first if this process is a fork() child. */
+sa_status sa_context_enter(sa_context *ctx);
+void sa_context_leave(sa_context *ctx);
+
+/* The calling thread's own one-thread context, made on its first use. */
+sa_status sa_context_thread_default(sa_context **out);
+
+/* Bytes of one worker's scratch for a plan (64-byte aligned pieces). */
+size_t sa_scratch_bytes(size_t floats, size_t lens);
+
+/*
+ * Copies a caller's struct that begins with struct_size into the library's
+ * own of `have` bytes: fields past the caller's size read as zero, fields the
+ * library does not know must be zero. min: the smallest size ever accepted.
+ */
+sa_status sa_struct_load(const char *what, const void *user, size_t min,
+                         size_t have, void *out);
 
 /* Everything a tile needs, checked and with defaults filled in. */
 typedef struct sa_plan {
@@ -33,13 +62,22 @@ typedef struct sa_plan {
   sa_strides q, k, v, o;
   size_t block_q, block_kv;
   size_t lds;            /* row stride of the scores tile, in floats */
+  size_t qcopy;          /* fused: where a tile's Q rows are copied, in buf */
   size_t scratch_floats; /* per worker */
   size_t scratch_lens;   /* per worker */
+  size_t end[4];         /* q, k, v, o: elements from the base to past the
+                            last element */
+  int in_place;          /* o is q: the fused driver copies Q rows first */
 } sa_plan;
 
 /* Validates desc (no pointer checks) into plan; SA_OK or the reason. */
 sa_status sa_plan_make(const sa_attention_desc *desc, size_t block_q,
                        size_t block_kv, sa_plan *plan);
+
+/* The pointer checks: O may be Q exactly (sets plan->in_place), and must
+ * not otherwise overlap Q, K or V (SA_ERR_BAD_STRIDE). */
+sa_status sa_plan_memory(sa_plan *plan, const float *q, const float *k,
+                         const float *v, const float *o);
 
 /* Number of keys query position i may see, 0..len_kv. */
 static inline size_t sa_visible_keys(const sa_plan *p, size_t i) {

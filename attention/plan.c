@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "errors.h"
 #include "internal.h"
@@ -31,7 +32,7 @@ static sa_status resolve(const char *name, sa_strides *st, size_t heads,
 /* Highest element offset + 1 that the tensor spans; must fit in ptrdiff_t
  * bytes so that pointer arithmetic on it is defined. */
 static sa_status extent(const char *name, const sa_strides *st, size_t batch,
-                        size_t heads, size_t len, size_t dim) {
+                        size_t heads, size_t len, size_t dim, size_t *out) {
   size_t a, b, c, end;
   if (mul_ov(batch - 1, st->batch, &a) || mul_ov(heads - 1, st->head, &b) ||
       mul_ov(len - 1, st->seq, &c) || add_ov(a, b, &end) ||
@@ -41,6 +42,7 @@ static sa_status extent(const char *name, const sa_strides *st, size_t batch,
                    "%s: strides span more than the address "
                    "space",
                    name);
+  *out = end;
   return SA_OK;
 }
 
@@ -100,6 +102,7 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   if ((unsigned)d->algorithm > SA_ALGO_FUSED)
     return sa_fail(SA_ERR_BAD_ARGUMENT, "algorithm = %d is not an sa_algorithm",
                    (int)d->algorithm);
+  /* any finite scale, negative ones included, is a well-defined softmax */
   if (!isfinite(d->scale))
     return sa_fail(SA_ERR_BAD_ARGUMENT, "scale is not finite");
 
@@ -124,10 +127,14 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
       (st = resolve("k", &p->k, p->heads_kv, p->len_kv, p->dim_qk)) ||
       (st = resolve("v", &p->v, p->heads_kv, p->len_kv, p->dim_v)) ||
       (st = resolve("o", &p->o, p->heads_q, p->len_q, p->dim_v)) ||
-      (st = extent("q", &p->q, p->batch, p->heads_q, p->len_q, p->dim_qk)) ||
-      (st = extent("k", &p->k, p->batch, p->heads_kv, p->len_kv, p->dim_qk)) ||
-      (st = extent("v", &p->v, p->batch, p->heads_kv, p->len_kv, p->dim_v)) ||
-      (st = extent("o", &p->o, p->batch, p->heads_q, p->len_q, p->dim_v)) ||
+      (st = extent("q", &p->q, p->batch, p->heads_q, p->len_q, p->dim_qk,
+                   &p->end[0])) ||
+      (st = extent("k", &p->k, p->batch, p->heads_kv, p->len_kv, p->dim_qk,
+                   &p->end[1])) ||
+      (st = extent("v", &p->v, p->batch, p->heads_kv, p->len_kv, p->dim_v,
+                   &p->end[2])) ||
+      (st = extent("o", &p->o, p->batch, p->heads_q, p->len_q, p->dim_v,
+                   &p->end[3])) ||
       (st = no_alias(&p->o, p->batch, p->heads_q, p->len_q, p->dim_v)))
     return st;
 
@@ -136,14 +143,51 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
     p->block_q = block_q < p->group ? block_q : p->group;
   p->block_kv = block_kv < p->len_kv ? block_kv : p->len_kv;
 
-  size_t cols = p->algorithm == SA_ALGO_FUSED ? p->block_kv : p->len_kv;
+  /* Fused: the scores tile, mx, l and alpha, then room for the tile's Q
+   * rows, used only when O is Q (sa_plan_memory). Three-pass: a whole row
+   * block of scores, mx/l/alpha unused but kept for one layout. */
+  int fused = p->algorithm == SA_ALGO_FUSED;
+  size_t cols = fused ? p->block_kv : p->len_kv;
   p->lds = round_up16(cols);
-  size_t tile, extra;
+  size_t tile, extra, qrows = 0;
   if (mul_ov(p->block_q, p->lds, &tile) || mul_ov(p->block_q, 3, &extra) ||
-      add_ov(tile, extra, &p->scratch_floats) ||
-      p->scratch_floats > (size_t)PTRDIFF_MAX / sizeof(float))
+      (fused && mul_ov(p->block_q, p->dim_qk, &qrows)) ||
+      add_ov(tile, extra, &p->qcopy) ||
+      add_ov(p->qcopy, qrows, &p->scratch_floats) ||
+      p->scratch_floats > (size_t)PTRDIFF_MAX / sizeof(float) / 2)
     return sa_fail(SA_ERR_OVERFLOW, "workspace of %zu x %zu floats overflows",
                    p->block_q, p->lds);
   p->scratch_lens = 2 * p->block_q;
+  p->in_place = 0;
+  return SA_OK;
+}
+
+/* [base, base + end) in bytes, as integers: the tensors may come from
+ * different allocations, where comparing pointers is not defined. */
+static int overlaps(const float *a, size_t a_end, const float *b,
+                    size_t b_end) {
+  uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+  return a0 < b0 + b_end * sizeof(float) && b0 < a0 + a_end * sizeof(float);
+}
+
+sa_status sa_plan_memory(sa_plan *p, const float *q, const float *k,
+                         const float *v, const float *o) {
+  static const char *names[] = {"q", "k", "v"};
+  const float *in[] = {q, k, v};
+  for (int t = 0; t < 3; t++) {
+    if (!overlaps(o, p->end[3], in[t], p->end[t]))
+      continue;
+    /* O exactly Q: row r of a tile is read (all of it, first) only by the
+     * tile that writes it */
+    if (t == 0 && o == q && p->dim_v == p->dim_qk &&
+        memcmp(&p->o, &p->q, sizeof p->o) == 0) {
+      p->in_place = 1;
+      continue;
+    }
+    return sa_fail(SA_ERR_BAD_STRIDE,
+                   "o overlaps %s; only o == q with the same strides and "
+                   "dim_v == dim_qk (in place) is allowed",
+                   names[t]);
+  }
   return SA_OK;
 }

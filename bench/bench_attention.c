@@ -68,7 +68,8 @@ static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
 }
 
 static sa_attention_desc desc_of(const shape *s, sa_algorithm algo) {
-  sa_attention_desc d = {0};
+  sa_attention_desc d;
+  sa_attention_desc_init(&d);
   d.batch = s->batch;
   d.heads_q = s->hq;
   d.heads_kv = s->hkv;
@@ -152,7 +153,8 @@ static sa_context *context_for(const sa_kernel_set *ks) {
   if (i >= 64)
     return NULL;
   if (!contexts[i]) {
-    sa_context_options o = {0};
+    sa_context_options o;
+    sa_context_options_init(&o);
     o.isa = ks->name;
     o.num_threads = sa_bench_cfg.threads;
     if (sa_context_create(&o, &contexts[i]) != SA_OK)
@@ -291,7 +293,7 @@ static void add(int shape_idx, const sa_kernel_set *ks, sa_algorithm algo) {
   /* The oracle is slow (plain C, no FMA, ~3 GFLOP/s): where a call takes
    * half a second or more, one call is the measurement, and one repetition.
    * (Google Benchmark then appends /min_time:0.001/repeats:1 to the name.) */
-  if (ks && ks->requires == 0 && flops_of(s) / sa_bench_cfg.threads > 1.5e9) {
+  if (ks && ks->cpu_features == 0 && flops_of(s) / sa_bench_cfg.threads > 1.5e9) {
     sa_bench_set_repetitions(b, 1);
     sa_bench_set_min_time(b, 1e-3);
   }

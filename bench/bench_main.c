@@ -69,7 +69,7 @@ void sa_bench_fill(float *x, size_t n, uint64_t seed, float amp) {
 const sa_kernel_set *sa_bench_oracle(void) {
   for (size_t i = 0; i < sa_kernel_set_count(); i++) {
     const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (ks->requires == 0 && ks->vector_bits == 0)
+    if (ks->cpu_features == 0 && ks->vector_bits == 0)
       return ks;
   }
   return sa_kernel_set_at(0);
@@ -212,7 +212,8 @@ static void gather_context(void) {
 #endif
 
   /* Threads and pinning as a context of the oracle set reports them. */
-  sa_context_options o = {0};
+  sa_context_options o;
+  sa_context_options_init(&o);
   o.isa = sa_bench_oracle()->name;
   o.num_threads = sa_bench_cfg.threads;
   sa_context *c = NULL;

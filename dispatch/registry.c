@@ -10,9 +10,9 @@
  */
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "env.h"
 #include "errors.h"
 #include "kernels.h"
 
@@ -21,46 +21,59 @@
   (SA_X86_AVX2 | SA_CPU_AVX512F | SA_CPU_AVX512BW | SA_CPU_AVX512DQ |          \
    SA_CPU_AVX512VL)
 
+#define SET .struct_size = sizeof(sa_kernel_set)
+
 static const sa_kernel_set kernel_sets[] = {
-    {"scalar", "scalar", "libm", "plain C loops, libm expf; the oracle", 0, 0,
-     0, sa_score__scalar, sa_softmax__scalar, sa_softmax_online__scalar,
-     sa_wsum__scalar},
+    {SET, .name = "scalar", .isa = "scalar", .exp_impl = "libm",
+     .about = "plain C loops, libm expf; the oracle", .vector_bits = 0,
+     .priority = 0, .cpu_features = 0, .score = sa_score__scalar,
+     .softmax = sa_softmax__scalar,
+     .softmax_online = sa_softmax_online__scalar, .wsum = sa_wsum__scalar},
 #if SA_HAVE_AVX2
-    {"avx2", "avx2", "sleef-u10",
-     "AVX2+FMA; score and wsum 6x16 register tiles (score on a packed K "
-     "panel, 4x3 dot products for m <= 8, 2x4 for m <= 2); SLEEF expf8 u10 (1 "
-     "ULP)",
-     256, 21, SA_X86_AVX2, sa_score__avx2, sa_softmax__avx2_sleef,
-     sa_softmax_online__avx2_sleef, sa_wsum__avx2},
-    {"avx2-polyexp", "avx2", "poly",
-     "AVX2+FMA; score and wsum 6x16 register tiles (score on a packed K "
-     "panel, 4x3 dot products for m <= 8, 2x4 for m <= 2); polynomial exp "
-     "(1.01 ULP)",
-     256, 20, SA_X86_AVX2, sa_score__avx2, sa_softmax__avx2_poly,
-     sa_softmax_online__avx2_poly, sa_wsum__avx2},
+    {SET, .name = "avx2", .isa = "avx2", .exp_impl = "sleef-u10",
+     .about = "AVX2+FMA; score and wsum 6x16 register tiles (score on a "
+              "packed K panel, 4x3 dot products for m <= 8, 2x4 for m <= 2); "
+              "SLEEF expf8 u10 (1 ULP)",
+     .vector_bits = 256, .priority = 21, .cpu_features = SA_X86_AVX2,
+     .score = sa_score__avx2, .softmax = sa_softmax__avx2_sleef,
+     .softmax_online = sa_softmax_online__avx2_sleef, .wsum = sa_wsum__avx2},
+    {SET, .name = "avx2-polyexp", .isa = "avx2", .exp_impl = "poly",
+     .about = "AVX2+FMA; score and wsum 6x16 register tiles (score on a "
+              "packed K panel, 4x3 dot products for m <= 8, 2x4 for m <= 2); "
+              "polynomial exp (1.01 ULP)",
+     .vector_bits = 256, .priority = 20, .cpu_features = SA_X86_AVX2,
+     .score = sa_score__avx2, .softmax = sa_softmax__avx2_poly,
+     .softmax_online = sa_softmax_online__avx2_poly, .wsum = sa_wsum__avx2},
 #endif
 #if SA_HAVE_AVX512
-    {"avx512", "avx512", "sleef-u10",
-     "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score on a "
-     "packed K panel, 4x4 dot products for m <= 16), masked tails; SLEEF "
-     "expf16 u10 (1 ULP)",
-     512, 31, SA_X86_AVX512, sa_score__avx512, sa_softmax__avx512_sleef,
-     sa_softmax_online__avx512_sleef, sa_wsum__avx512},
-    {"avx512-polyexp", "avx512", "poly",
-     "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score on a "
-     "packed K panel, 4x4 dot products for m <= 16), masked tails; "
-     "polynomial exp (1.01 ULP)",
-     512, 30, SA_X86_AVX512, sa_score__avx512, sa_softmax__avx512_poly,
-     sa_softmax_online__avx512_poly, sa_wsum__avx512},
+    {SET, .name = "avx512", .isa = "avx512", .exp_impl = "sleef-u10",
+     .about = "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score "
+              "on a packed K panel, 4x4 dot products for m <= 16), masked "
+              "tails; SLEEF expf16 u10 (1 ULP)",
+     .vector_bits = 512, .priority = 31, .cpu_features = SA_X86_AVX512,
+     .score = sa_score__avx512, .softmax = sa_softmax__avx512_sleef,
+     .softmax_online = sa_softmax_online__avx512_sleef,
+     .wsum = sa_wsum__avx512},
+    {SET, .name = "avx512-polyexp", .isa = "avx512", .exp_impl = "poly",
+     .about = "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score "
+              "on a packed K panel, 4x4 dot products for m <= 16), masked "
+              "tails; polynomial exp (1.01 ULP)",
+     .vector_bits = 512, .priority = 30, .cpu_features = SA_X86_AVX512,
+     .score = sa_score__avx512, .softmax = sa_softmax__avx512_poly,
+     .softmax_online = sa_softmax_online__avx512_poly,
+     .wsum = sa_wsum__avx512},
 #endif
 #if SA_HAVE_NEON
-    {"neon", "neon", "sleef-u10", "AArch64 Advanced SIMD, SLEEF expf4 u10", 128,
-     11, SA_CPU_NEON, sa_score__neon, sa_softmax__neon_sleef,
-     sa_softmax_online__neon_sleef, sa_wsum__neon},
-    {"neon-polyexp", "neon", "poly",
-     "AArch64 Advanced SIMD, inline polynomial exp", 128, 10, SA_CPU_NEON,
-     sa_score__neon, sa_softmax__neon_poly, sa_softmax_online__neon_poly,
-     sa_wsum__neon},
+    {SET, .name = "neon", .isa = "neon", .exp_impl = "sleef-u10",
+     .about = "AArch64 Advanced SIMD, SLEEF expf4 u10", .vector_bits = 128,
+     .priority = 11, .cpu_features = SA_CPU_NEON, .score = sa_score__neon,
+     .softmax = sa_softmax__neon_sleef,
+     .softmax_online = sa_softmax_online__neon_sleef, .wsum = sa_wsum__neon},
+    {SET, .name = "neon-polyexp", .isa = "neon", .exp_impl = "poly",
+     .about = "AArch64 Advanced SIMD, inline polynomial exp",
+     .vector_bits = 128, .priority = 10, .cpu_features = SA_CPU_NEON,
+     .score = sa_score__neon, .softmax = sa_softmax__neon_poly,
+     .softmax_online = sa_softmax_online__neon_poly, .wsum = sa_wsum__neon},
 #endif
 };
 
@@ -84,7 +97,7 @@ const sa_kernel_set *sa_kernel_set_find(const char *name) {
 int sa_kernel_set_supported(const sa_kernel_set *set) {
   if (!set)
     return 0;
-  return (sa_cpu_features() & set->requires) == set->requires;
+  return (sa_cpu_features() & set->cpu_features) == set->cpu_features;
 }
 
 const sa_kernel_set *sa_kernel_set_best(void) {
@@ -126,7 +139,7 @@ sa_status sa_kernel_set_select(const char *name, const sa_kernel_set **out) {
                    runnable);
   if (!sa_kernel_set_supported(set)) {
     char need[128];
-    uint64_t missing = set->requires & ~sa_cpu_features();
+    uint64_t missing = set->cpu_features & ~sa_cpu_features();
     sa_cpu_feature_names(missing, need, sizeof need);
     return sa_fail(SA_ERR_UNSUPPORTED_ISA,
                    "kernel set '%s' needs %s, which this CPU lacks; it can "
@@ -137,23 +150,32 @@ sa_status sa_kernel_set_select(const char *name, const sa_kernel_set **out) {
   return SA_OK;
 }
 
+/* The default, decided once: SIMDATTN_ISA through the same rule as any
+ * name, and the outcome kept, message included, so that every later caller
+ * gets the same answer without looking at the environment again. */
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 static const sa_kernel_set *default_set;
+static sa_status default_status;
+static char default_error[512];
 
 static void choose_default(void) {
-  const char *env = getenv("SIMDATTN_ISA");
-  const sa_kernel_set *set = NULL;
-  if (sa_kernel_set_select(env, &set) != SA_OK) {
-    fprintf(stderr, "simdattn: SIMDATTN_ISA: %s; using %s\n", sa_last_error(),
-            sa_kernel_set_best()->name);
-    set = sa_kernel_set_best();
+  default_status = sa_kernel_set_select(sa_env_isa(), &default_set);
+  if (default_status != SA_OK) {
+    snprintf(default_error, sizeof default_error, "SIMDATTN_ISA: %s",
+             sa_last_error());
+    default_set = NULL;
   }
-  default_set = set;
   if (sa_verbose())
-    fprintf(stderr, "simdattn: kernel set %s\n", default_set->name);
+    fprintf(stderr, "simdattn: default kernel set: %s\n",
+            default_set ? default_set->name : default_error);
 }
 
-const sa_kernel_set *sa_kernel_set_default(void) {
+sa_status sa_kernel_set_default(const sa_kernel_set **out) {
+  if (!out)
+    return sa_fail(SA_ERR_NULL_POINTER, "sa_kernel_set_default: out is NULL");
   pthread_once(&default_once, choose_default);
-  return default_set;
+  if (default_status != SA_OK)
+    return sa_fail(default_status, "%s", default_error);
+  *out = default_set;
+  return SA_OK;
 }

@@ -1,4 +1,5 @@
-/* Status sentences and the per-thread detail message behind sa_last_error. */
+/* Status sentences, the per-thread detail message behind sa_last_error, and
+ * the version of the library that is running. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,11 @@ const char *sa_status_str(sa_status status) {
   case SA_ERR_BAD_HEADS:
     return "heads_q is not a multiple of heads_kv";
   case SA_ERR_BAD_STRIDE:
-    return "strides make output elements alias each other";
+    return "output elements alias each other, or the output overlaps an "
+           "input";
   case SA_ERR_BAD_ARGUMENT:
-    return "an argument is out of range (mask, algorithm, scale, option)";
+    return "an argument is out of range (mask, algorithm, scale, option, "
+           "environment variable)";
   case SA_ERR_OVERFLOW:
     return "a size or offset computation overflows size_t";
   case SA_ERR_UNKNOWN_ISA:
@@ -33,6 +36,13 @@ const char *sa_status_str(sa_status status) {
     return "out of memory";
   case SA_ERR_THREADS:
     return "worker threads could not be started";
+  case SA_ERR_BUSY:
+    return "another call is running on this context";
+  case SA_ERR_STRUCT_SIZE:
+    return "struct_size is unset or too small, or a field this library does "
+           "not know is set";
+  case SA_ERR_WORKSPACE:
+    return "the caller's workspace is smaller than the call needs";
   }
   return "unknown status code";
 }
@@ -49,7 +59,5 @@ sa_status sa_fail(sa_status status, const char *fmt, ...) {
 
 void sa_clear_error(void) { last_error[0] = '\0'; }
 
-int sa_verbose(void) {
-  const char *s = getenv("SIMDATTN_VERBOSE");
-  return s && s[0] && strcmp(s, "0") != 0;
-}
+unsigned sa_version(void) { return SA_VERSION; }
+const char *sa_version_string(void) { return SA_VERSION_STRING; }

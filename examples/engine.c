@@ -36,7 +36,8 @@ int main(void) {
     return 1;
   }
   sa_strides blhd = {LEN * HEADS * DIM, DIM, HEADS * DIM};
-  sa_attention_desc desc = {.batch = 1,
+  sa_attention_desc desc = {.struct_size = sizeof desc,
+                            .batch = 1,
                             .heads_q = HEADS,
                             .heads_kv = HEADS,
                             .len_q = LEN,

@@ -8,28 +8,47 @@
  * All tensors are fp32. Sizes and strides are counted in elements (floats),
  * never bytes. Every call returns a status; on any status other than SA_OK
  * nothing has been written to the caller's output.
+ *
+ * ABI: the two structs a caller fills (sa_attention_desc, sa_context_options)
+ * begin with struct_size, set by their _init function from the caller's own
+ * sizeof. Fields are only ever appended, so a library built with more fields
+ * serves a caller compiled against fewer (the missing ones read as zero, which
+ * is always the default), and a caller compiled against more fields runs on
+ * an older library as long as it leaves the fields that library does not know
+ * at zero (else SA_ERR_STRUCT_SIZE). The library never writes to them.
  */
 #ifndef SIMDATTN_H
 #define SIMDATTN_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The shared library exports only what this header declares. */
-#if defined(__GNUC__) && defined(SA_BUILDING_LIBRARY)
+/* The shared library exports exactly the SA_API functions of this header;
+ * everything else in it is built with hidden visibility. */
+#if defined(__GNUC__)
 #define SA_API __attribute__((visibility("default")))
 #else
 #define SA_API
 #endif
 
+/* The version this header describes. */
 #define SA_VERSION_MAJOR 0
-#define SA_VERSION_MINOR 1
+#define SA_VERSION_MINOR 2
 #define SA_VERSION_PATCH 0
-#define SA_VERSION_STRING "0.1.0"
+#define SA_VERSION_STRING "0.2.0"
+#define SA_VERSION                                                             \
+  (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
+
+/* The version of the library actually loaded, in SA_VERSION's form, and as
+ * "0.2.0". Compare with SA_VERSION to see which header a caller was built
+ * against and which library runs it. */
+SA_API unsigned sa_version(void);
+SA_API const char *sa_version_string(void);
 
 /* ---------------------------------------------------------------- status */
 
@@ -38,13 +57,17 @@ typedef enum sa_status {
   SA_ERR_NULL_POINTER,    /* a required pointer argument is NULL */
   SA_ERR_BAD_SHAPE,       /* a dimension is zero or larger than SA_MAX_DIM */
   SA_ERR_BAD_HEADS,       /* heads_q is not a multiple of heads_kv */
-  SA_ERR_BAD_STRIDE,      /* rows overlap, or output elements alias */
-  SA_ERR_BAD_ARGUMENT,    /* enum out of range, scale negative or not finite */
+  SA_ERR_BAD_STRIDE,      /* output elements alias, or O overlaps Q/K/V */
+  SA_ERR_BAD_ARGUMENT,    /* enum or option out of range, scale not finite */
   SA_ERR_OVERFLOW,        /* a size or offset product overflows size_t */
   SA_ERR_UNKNOWN_ISA,     /* no kernel set of that name is compiled in */
   SA_ERR_UNSUPPORTED_ISA, /* that kernel set needs features this CPU lacks */
   SA_ERR_NO_MEMORY,       /* an allocation failed */
   SA_ERR_THREADS,         /* worker threads could not be started */
+  SA_ERR_BUSY,            /* another call is using this context right now */
+  SA_ERR_STRUCT_SIZE,     /* struct_size unset, too small, or a field this
+                             library does not know is non-zero */
+  SA_ERR_WORKSPACE,       /* the caller's workspace is too small for this call */
 } sa_status;
 
 /* A static, never-NULL English sentence for any value, known or not. */
@@ -84,7 +107,8 @@ SA_API uint64_t sa_cpu_features(void);
  * Returns the length the full text needs, like snprintf. */
 SA_API size_t sa_cpu_describe(char *buf, size_t size);
 
-/* Space-separated names of the bits set in `features`. Static storage. */
+/* Writes the space-separated names of the bits set in `features` into buf
+ * (always terminated, truncated at a whole name) and returns buf. */
 SA_API const char *sa_cpu_feature_names(uint64_t features, char *buf,
                                         size_t size);
 
@@ -105,9 +129,18 @@ SA_API const char *sa_cpu_feature_names(uint64_t features, char *buf,
  *          l[i] = l[i] * alpha[i] + rowsum; mx[i] = new.
  *          Start with mx = -INFINITY, l = 0. A row whose max is still
  *          -INFINITY afterwards (nothing valid yet) gets s = 0, alpha = 1,
- *          l unchanged.
+ *          l unchanged, except that l becomes NaN if one of its valid
+ *          scores is NaN: a NaN seen before any finite score is never lost.
  * wsum:   o[i][c] = beta[i] * o[i][c] + sum_j p[i][j] * v[j][c],  c < dv;
  *          beta NULL means overwrite (o is never read then).
+ *
+ * Kernels allocate nothing on the heap and keep no state between calls, so
+ * any number of threads may call one set at once. They do use the calling
+ * thread's stack: the x86 score kernels pack a transposed panel of K there
+ * (32 KiB for AVX-512, 16 KiB for AVX2), so give threads that call
+ * kernels directly at least 64 KiB of stack. No kernel reads the
+ * floating-point environment on purpose: results follow the caller's
+ * rounding mode and denormal (FTZ/DAZ) settings.
  */
 typedef void (*sa_score_fn)(size_t m, size_t n, size_t d, const float *q,
                             size_t ldq, const float *k, size_t ldk, float scale,
@@ -128,13 +161,16 @@ typedef void (*sa_wsum_fn)(size_t m, size_t n, size_t dv, const float *p,
  * working across versions.
  */
 typedef struct sa_kernel_set {
+  size_t struct_size;   /* sizeof(sa_kernel_set) of the library: a slot at
+                           offset >= struct_size does not exist in it */
   const char *name;     /* what a user types: "avx512", "avx2-polyexp" */
   const char *isa;      /* "scalar", "avx2", "avx512", "neon" */
   const char *exp_impl; /* how exp is computed: "libm", "sleef-u10", "poly" */
   const char *about;    /* one line: register blocking, exp accuracy */
   unsigned vector_bits; /* 0 for scalar */
   int priority;         /* the best runnable set has the highest priority */
-  uint64_t requires;    /* SA_CPU_* bits the CPU must have */
+  uint64_t cpu_features; /* SA_CPU_* bits the CPU must have (C++20 reserves
+                           "requires", its name before 0.2) */
   sa_score_fn score;
   sa_softmax_fn softmax;
   sa_softmax_online_fn softmax_online;
@@ -153,13 +189,16 @@ SA_API const sa_kernel_set *sa_kernel_set_find(const char *name);
 SA_API int sa_kernel_set_supported(const sa_kernel_set *set);
 
 /*
- * The set used when nothing is asked for: SIMDATTN_ISA if set (and valid),
- * else the highest-priority runnable set. Chosen once, thread-safely.
- * Never NULL (the scalar set runs everywhere); if SIMDATTN_ISA names a set
- * that cannot be used, the status of sa_kernel_set_select explains why and
- * this function falls back to the best runnable set.
+ * The set used when nothing is asked for: the one SIMDATTN_ISA names if it is
+ * set (not empty, not "auto"), else the highest-priority runnable set.
+ * Decided once per process, thread-safely, on first use; later changes to the
+ * environment are not seen. One policy everywhere: a SIMDATTN_ISA that names
+ * no set (SA_ERR_UNKNOWN_ISA) or one this CPU cannot run
+ * (SA_ERR_UNSUPPORTED_ISA) is an error, returned here, by every
+ * sa_context_create that leaves isa NULL and by every sa_attention with a
+ * NULL context; it never falls back silently. *out is untouched on error.
  */
-SA_API const sa_kernel_set *sa_kernel_set_default(void);
+SA_API sa_status sa_kernel_set_default(const sa_kernel_set **out);
 
 /* The highest-priority runnable set, ignoring SIMDATTN_ISA. */
 SA_API const sa_kernel_set *sa_kernel_set_best(void);
@@ -182,18 +221,53 @@ typedef enum sa_pin_policy {
 } sa_pin_policy;
 
 typedef struct sa_context_options {
-  const char *isa;   /* NULL: SIMDATTN_ISA, else the best runnable set */
-  int num_threads;   /* 0: SIMDATTN_NUM_THREADS, else one per core */
-  sa_pin_policy pin; /* how workers are placed */
-  size_t block_q;    /* query rows per tile; 0 = library default */
-  size_t block_kv;   /* keys per fused step; 0 = library default */
+  size_t struct_size; /* set by sa_context_options_init */
+  const char *isa;    /* NULL: sa_kernel_set_default(); else a set's name */
+  int num_threads;    /* 0: SIMDATTN_NUM_THREADS, else one per usable core */
+  sa_pin_policy pin;  /* how workers are placed */
+  size_t block_q;     /* query rows per tile; 0 = library default */
+  size_t block_kv;    /* keys per fused step; 0 = library default */
+  /* --- 0.2: where the workers go, and whose memory the scratch is. */
+  /* NULL: every CPU the process may use. Else a list of OS CPU numbers
+   * ("0-7,16-23", hwloc/taskset list syntax) that pinned workers are
+   * confined to, within what the process may use. */
+  const char *cpus;
+  /* Pinned workers skip this many usable cores (in compact order) first, so
+   * two contexts of one process can take disjoint cores: 0 and 4 for two
+   * 4-thread contexts. Ignored under SA_PIN_NONE, as is cpus. */
+  int first_core;
+  /* Caller-owned scratch for every call of this context: the library never
+   * allocates scratch then, and a call that needs more than workspace_bytes
+   * (see sa_attention_workspace) fails with SA_ERR_WORKSPACE. The memory must
+   * stay valid until sa_context_destroy; any alignment. NULL: the library
+   * allocates and keeps scratch as calls need it. */
+  void *workspace;
+  size_t workspace_bytes;
 } sa_context_options;
 
-/* A context runs one sa_attention at a time (its workers and scratch are
- * shared by the call); give each calling thread its own context. */
+/* The smallest struct_size accepted (the fields up to block_kv); fields past
+ * a caller's struct_size take their default. */
+#define SA_CONTEXT_OPTIONS_MIN_SIZE                                            \
+  (offsetof(sa_context_options, block_kv) + sizeof(size_t))
+
+/* Every field at its default (zero) and struct_size set: start from this. */
+static inline void sa_context_options_init(sa_context_options *opts) {
+  memset(opts, 0, sizeof *opts);
+  opts->struct_size = sizeof *opts;
+}
+
+/*
+ * A context owns a kernel set, worker threads and their scratch. It runs one
+ * sa_attention at a time: a call that finds another one running on the same
+ * context returns SA_ERR_BUSY at once (give each calling thread its own
+ * context). After fork(), the child may keep using (or destroy) a context it
+ * inherited: its worker threads are started again on first use.
+ */
 typedef struct sa_context sa_context;
 
-/* opts may be NULL (all defaults). On error *out is untouched. */
+/* opts may be NULL (all defaults). On error *out is untouched.
+ * SIMDATTN_NUM_THREADS above the number of CPUs the process may use is
+ * clamped to it; an explicit num_threads is taken as given (at most 4096). */
 SA_API sa_status sa_context_create(const sa_context_options *opts,
                                    sa_context **out);
 SA_API void sa_context_destroy(sa_context *ctx); /* NULL is a no-op */
@@ -229,6 +303,7 @@ typedef struct sa_strides {
 } sa_strides;
 
 typedef struct sa_attention_desc {
+  size_t struct_size; /* set by sa_attention_desc_init */
   size_t batch;
   size_t heads_q;
   size_t heads_kv; /* heads_q % heads_kv == 0: MHA, GQA, MQA (heads_kv = 1) */
@@ -236,25 +311,63 @@ typedef struct sa_attention_desc {
   size_t len_kv; /* cross-attention when != len_q */
   size_t dim_qk;
   size_t dim_v;
-  float scale; /* 0: 1/sqrt(dim_qk); fold a temperature in here */
+  /* Any finite value; 0 (or -0) means 1/sqrt(dim_qk). Fold a temperature in
+   * here; a negative scale is allowed (it turns attention to the keys least
+   * like the query). NaN or Inf: SA_ERR_BAD_ARGUMENT. */
+  float scale;
   sa_mask mask;
   sa_algorithm algorithm;
   sa_strides q, k, v, o;
+  /* Fields added after 0.2 are appended here. */
 } sa_attention_desc;
+
+/* The smallest struct_size accepted (0.2's fields). */
+#define SA_ATTENTION_DESC_MIN_SIZE                                             \
+  (offsetof(sa_attention_desc, o) + sizeof(sa_strides))
+
+/* Every field at its default (zero) and struct_size set: start from this. */
+static inline void sa_attention_desc_init(sa_attention_desc *desc) {
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+}
 
 /*
  * O = softmax(scale * Q Kᵀ, masked) V for every batch and query head; query
- * head h reads key/value head h / (heads_q / heads_kv). A query row that can
- * see no key gets zeros. ctx may be NULL: one thread, default kernel set.
+ * head h reads key/value head h / (heads_q / heads_kv). ctx may be NULL: the
+ * calling thread alone, with sa_kernel_set_default(); the first such call on
+ * a thread sets up a small per-thread context that later calls reuse (freed
+ * when the thread exits), so NULL-context calls cost no allocation.
+ *
+ * Output and inputs: O may be exactly Q (same pointer, same resolved strides,
+ * dim_v == dim_qk): attention in place, with either algorithm. Any other
+ * overlap of O's memory (from its first to its last element) with Q's, K's or
+ * V's is SA_ERR_BAD_STRIDE.
+ *
+ * Numerics (both algorithms agree on which rows are NaN):
+ * - A query row that can see no key gets zeros.
+ * - A row is NaN when any score it sees is NaN or +Inf, or when every score
+ *   it sees is -Inf (its softmax is undefined). Other rows are unaffected.
+ * - A key a row cannot see is never read if no row of its tile sees it;
+ *   inside a tile it is weighted by an exact 0, so a finite V row contributes
+ *   exactly nothing but a NaN or +-Inf V row there makes that row NaN (0 * Inf
+ *   is NaN). Keep masked-out V rows finite (a zero-filled cache is).
+ * - Worker threads run with the calling thread's floating-point control
+ *   state (rounding mode, FTZ/DAZ), so the output is bit-identical for any
+ *   thread count under any such state.
  */
 SA_API sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
                               const float *q, const float *k, const float *v,
                               float *o);
 
-/* Floats of scratch the call allocates (per worker), for planning memory. */
+/*
+ * Bytes of scratch this call needs on ctx (all its workers, alignment and
+ * the per-row length arrays included); with a NULL ctx, what the calling
+ * thread's default context needs. This is the workspace_bytes a
+ * caller-supplied workspace must have for the call.
+ */
 SA_API sa_status sa_attention_workspace(const sa_context *ctx,
                                         const sa_attention_desc *desc,
-                                        size_t *floats_per_worker);
+                                        size_t *bytes);
 
 #ifdef __cplusplus
 }

@@ -53,7 +53,8 @@ static size_t pick_dim(void) {
 }
 
 static int run_case(int id, const sa_kernel_set **sets, int nsets) {
-  sa_attention_desc d = {0};
+  sa_attention_desc d;
+  sa_attention_desc_init(&d);
   d.batch = t_range(1, 2);
   d.heads_kv = t_range(1, 3);
   d.heads_q = d.heads_kv * t_range(1, 4);
@@ -102,7 +103,8 @@ static int run_case(int id, const sa_kernel_set **sets, int nsets) {
   int bad = 0;
   for (int s = 0; s < nsets; s++)
     for (int algo = SA_ALGO_THREE_PASS; algo <= SA_ALGO_FUSED; algo++) {
-      sa_context_options opt = {0};
+      sa_context_options opt;
+      sa_context_options_init(&opt);
       opt.isa = sets[s]->name;
       opt.num_threads = 1;
       opt.block_q = id % 2 ? t_range(1, 9) : 0;
@@ -187,7 +189,8 @@ static void test_exact(void) {
   t_context = "exact";
   float q[2 * 2] = {1, 0, 1, 0}, k[3 * 2] = {0, 0, 0, 5, -1, 2},
               v[3 * 2] = {1, 2, 3, 4, 5, 6}, o[2 * 2];
-  sa_attention_desc d = {0};
+  sa_attention_desc d;
+  sa_attention_desc_init(&d);
   d.batch = d.heads_q = d.heads_kv = 1;
   d.len_q = 2, d.len_kv = 3, d.dim_qk = d.dim_v = 2;
   d.mask = SA_MASK_CAUSAL_TOP_LEFT;

@@ -39,7 +39,7 @@ static void make_plan(plan *p, hwloc_topology_t t, hwloc_const_cpuset_t allowed,
     hwloc_bitmap_fill(p->set[w]); /* must be overwritten */
     p->core[w] = 12345;
   }
-  p->pinned = sa_placement_plan(t, allowed, n, p->core, p->set);
+  p->pinned = sa_placement_plan(t, allowed, 0, n, p->core, p->set);
 }
 
 static void free_plan(plan *p) {
@@ -209,7 +209,7 @@ static void zero_workers(void) {
   t_context = "zero workers";
   hwloc_topology_t t = load("pack:1 core:2 pu:1");
   int core = 77;
-  CHECK(sa_placement_plan(t, hwloc_topology_get_topology_cpuset(t), 0, &core,
+  CHECK(sa_placement_plan(t, hwloc_topology_get_topology_cpuset(t), 0, 0, &core,
                           NULL) == 0,
         "0 workers pinned some");
   CHECK(core == 77, "wrote past 0 workers");
@@ -219,7 +219,7 @@ static void zero_workers(void) {
 /* This machine: the default thread count is its usable core count. */
 static void this_machine(void) {
   t_context = "this machine";
-  int n = sa_pool_default_threads();
+  int n = sa_pool_default_threads(NULL, 0);
   hwloc_topology_t t = sa_topology();
   CHECK(n >= 1, "sa_pool_default_threads() = %d", n);
   if (t) {

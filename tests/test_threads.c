@@ -36,7 +36,8 @@ static const int thread_counts[] = {1, 2, 3, 8};
 static void determinism_case(const char *name, size_t hq, size_t hkv, size_t lq,
                              size_t lkv, sa_mask mask, sa_algorithm algo) {
   t_context = name;
-  sa_attention_desc d = {0};
+  sa_attention_desc d;
+  sa_attention_desc_init(&d);
   d.batch = 2;
   d.heads_q = hq;
   d.heads_kv = hkv;
@@ -57,8 +58,11 @@ static void determinism_case(const char *name, size_t hq, size_t hkv, size_t lq,
       o[c][i] = NAN;
     /* Small tiles: many tasks, so 8 workers all get some, and key blocks
      * that end mid-way (300 = 2*128 + 44). */
-    sa_context_options opt = {
-        .num_threads = thread_counts[c], .block_q = 32, .block_kv = 128};
+    sa_context_options opt;
+    sa_context_options_init(&opt);
+    opt.num_threads = thread_counts[c];
+    opt.block_q = 32;
+    opt.block_kv = 128;
     sa_context *ctx = NULL;
     sa_status st = sa_context_create(&opt, &ctx);
     CHECK(st == SA_OK, "%d threads: context: %s", thread_counts[c],
@@ -165,7 +169,7 @@ static void exactly_once(record *r) {
   for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
     for (int pin = SA_PIN_CORES; pin <= SA_PIN_NONE; pin++) {
       sa_pool *pool = NULL;
-      sa_status st = sa_pool_create(threads[i], (sa_pin_policy)pin, &pool);
+      sa_status st = sa_pool_create(&(sa_pool_config){threads[i], (sa_pin_policy)pin, NULL, 0}, &pool);
       CHECK(st == SA_OK && sa_pool_size(pool) == threads[i], "pool of %d: %s",
             threads[i], sa_status_str(st));
       if (st != SA_OK)
@@ -221,7 +225,7 @@ static void pinning(int n, sa_pin_policy policy) {
   hwloc_bitmap_t allowed = sa_topology_allowed(topo);
   hwloc_get_cpubind(topo, before, HWLOC_CPUBIND_THREAD);
   sa_pool *pool = NULL;
-  if (sa_pool_create(n, policy, &pool) != SA_OK) {
+  if (sa_pool_create(&(sa_pool_config){n, policy, NULL, 0}, &pool) != SA_OK) {
     CHECK(0, "pool of %d not created", n);
     return;
   }
@@ -230,7 +234,7 @@ static void pinning(int n, sa_pin_policy policy) {
   hwloc_bitmap_t want[MAXW];
   for (int w = 0; w < n; w++)
     want[w] = hwloc_bitmap_alloc();
-  int planned = sa_placement_plan(topo, allowed, n, core, want);
+  int planned = sa_placement_plan(topo, allowed, 0, n, core, want);
   int cores = sa_placement_count(topo, allowed);
 
   probe pr = {.topo = topo, .n = n};
@@ -289,9 +293,11 @@ static void pinning(int n, sa_pin_policy policy) {
 
 static void context_pinning(void) {
   t_context = "context reports pinning";
-  int cores = sa_pool_default_threads();
-  sa_context_options opt = {.num_threads = cores > 1 ? cores : 2,
-                            .pin = SA_PIN_NONE};
+  int cores = sa_pool_default_threads(NULL, 0);
+  sa_context_options opt;
+  sa_context_options_init(&opt);
+  opt.num_threads = cores > 1 ? cores : 2;
+  opt.pin = SA_PIN_NONE;
   sa_context *ctx = NULL;
   CHECK(sa_context_create(&opt, &ctx) == SA_OK, "%s", sa_last_error());
   CHECK(ctx && sa_context_pinned(ctx) == 0, "pin none, yet pinned");
@@ -317,7 +323,7 @@ static void reuse(int n) {
   snprintf(name, sizeof name, "1000 runs on %d workers", n);
   t_context = name;
   sa_pool *pool = NULL;
-  if (sa_pool_create(n, SA_PIN_CORES, &pool) != SA_OK) {
+  if (sa_pool_create(&(sa_pool_config){n, SA_PIN_CORES, NULL, 0}, &pool) != SA_OK) {
     CHECK(0, "pool of %d", n);
     return;
   }
@@ -343,7 +349,7 @@ static void create_destroy(void) {
   for (int i = 0; i < 50; i++) {
     sa_pool *pool = NULL;
     int n = 1 + i % 5;
-    CHECK(sa_pool_create(n, i % 2 ? SA_PIN_NONE : SA_PIN_CORES, &pool) == SA_OK,
+    CHECK(sa_pool_create(&(sa_pool_config){n, i % 2 ? SA_PIN_NONE : SA_PIN_CORES, NULL, 0}, &pool) == SA_OK,
           "pool %d", i);
     if (i % 3 == 0) {
       atomic_size_t sum;
@@ -358,8 +364,10 @@ static void create_destroy(void) {
 int main(void) {
   alarm(600); /* a deadlock fails the test instead of hanging CI */
   t_seed(7);
-  int cores = sa_pool_default_threads();
-  printf("kernel set %s, %d default threads\n", sa_kernel_set_default()->name,
+  int cores = sa_pool_default_threads(NULL, 0);
+  const sa_kernel_set *ks = NULL;
+  CHECK(sa_kernel_set_default(&ks) == SA_OK, "%s", sa_last_error());
+  printf("kernel set %s, %d default threads\n", ks ? ks->name : "none",
          cores);
   determinism();
   static record r;

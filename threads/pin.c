@@ -5,10 +5,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "errors.h"
 #include "pin.h"
 #include "placement.h"
 #include "topology.h"
@@ -58,41 +60,83 @@ static void say_plan(const sa_pin *pin, int npinned) {
   fputc('\n', stderr);
 }
 
-void sa_pin_setup(sa_pin *pin, sa_pin_policy policy, int n,
-                  const pthread_t *threads) {
+static atomic_uint_fast64_t next_id = 1;
+
+/* The CPUs workers may be placed on: the process's, within cfg->cpus. */
+static sa_status usable_cpus(hwloc_topology_t topo, const sa_pool_config *cfg,
+                             hwloc_bitmap_t *out) {
+  hwloc_bitmap_t allowed = sa_topology_allowed(topo);
+  if (!allowed)
+    return sa_fail(SA_ERR_NO_MEMORY, "cpuset");
+  if (cfg->cpus) {
+    hwloc_bitmap_t want = hwloc_bitmap_alloc();
+    if (!want || hwloc_bitmap_list_sscanf(want, cfg->cpus) != 0) {
+      hwloc_bitmap_free(want);
+      hwloc_bitmap_free(allowed);
+      return sa_fail(SA_ERR_BAD_ARGUMENT,
+                     "cpus='%.64s' is not a CPU list such as \"0-3,8\"",
+                     cfg->cpus);
+    }
+    hwloc_bitmap_and(allowed, allowed, want);
+    hwloc_bitmap_free(want);
+  }
+  int cores = sa_placement_count(topo, allowed);
+  if (cores <= cfg->first_core) {
+    char buf[128];
+    hwloc_bitmap_list_snprintf(buf, sizeof buf, allowed);
+    hwloc_bitmap_free(allowed);
+    return sa_fail(SA_ERR_BAD_ARGUMENT,
+                   "first_core = %d, but the CPUs this process may use%s%.64s "
+                   "hold %d core(s) {%s}",
+                   cfg->first_core, cfg->cpus ? " within " : "",
+                   cfg->cpus ? cfg->cpus : "", cores, buf);
+  }
+  *out = allowed;
+  return SA_OK;
+}
+
+sa_status sa_pin_setup(sa_pin *pin, const sa_pool_config *cfg,
+                       const pthread_t *threads) {
+  const int n = cfg->nthreads;
   memset(pin, 0, sizeof *pin);
+  pin->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
   pin->n = n;
   pin->core = malloc((size_t)n * sizeof *pin->core);
   if (!pin->core)
-    return;
+    return sa_fail(SA_ERR_NO_MEMORY, "pin table");
   for (int w = 0; w < n; w++)
     pin->core[w] = -1;
-  if (policy == SA_PIN_NONE) {
+  if (cfg->pin == SA_PIN_NONE) {
     say("%d worker%s unpinned (pin policy none)", n, n == 1 ? "" : "s");
-    return;
-  }
-  if (n == 1) {
-    say("%d worker: the calling thread, its binding left alone", n);
-    return;
+    return SA_OK;
   }
   hwloc_topology_t topo = sa_topology();
   if (!topo) {
     say("hwloc could not load the topology: %d workers unpinned", n);
-    return;
+    return SA_OK;
+  }
+  hwloc_bitmap_t allowed = NULL;
+  sa_status st = usable_cpus(topo, cfg, &allowed);
+  if (st != SA_OK)
+    return st;
+  if (n == 1) {
+    say("%d worker: the calling thread, its binding left alone", n);
+    hwloc_bitmap_free(allowed);
+    return SA_OK;
   }
   const struct hwloc_topology_support *sup = hwloc_topology_get_support(topo);
   if (!sup->cpubind->set_thread_cpubind ||
       !sup->cpubind->set_thisthread_cpubind ||
       !sup->cpubind->get_thisthread_cpubind) {
     say("thread binding is not supported here: %d workers unpinned", n);
-    return;
+    hwloc_bitmap_free(allowed);
+    return SA_OK;
   }
 
-  hwloc_bitmap_t allowed = sa_topology_allowed(topo);
   hwloc_bitmap_t origin = hwloc_bitmap_alloc();
   pin->saved = hwloc_bitmap_alloc();
   pin->cpuset = calloc((size_t)n, sizeof *pin->cpuset);
-  int ok = allowed && origin && pin->saved && pin->cpuset;
+  int ok = origin && pin->saved && pin->cpuset;
   for (int w = 0; ok && w < n; w++)
     ok = (pin->cpuset[w] = hwloc_bitmap_alloc()) != NULL;
   /* Workers inherited the creating thread's mask: that is what undo restores.
@@ -102,7 +146,8 @@ void sa_pin_setup(sa_pin *pin, sa_pin_policy policy, int n,
     goto unpinned;
   }
   pin->topo = topo;
-  int npinned = sa_placement_plan(topo, allowed, n, pin->core, pin->cpuset);
+  int npinned = sa_placement_plan(topo, allowed, cfg->first_core, n,
+                                  pin->core, pin->cpuset);
 
   /* Worker 0 is bound per run; try it once now so a refusal shows up here. */
   int bound = 0, err = 0;
@@ -129,12 +174,13 @@ void sa_pin_setup(sa_pin *pin, sa_pin_policy policy, int n,
   say_plan(pin, npinned);
   hwloc_bitmap_free(origin);
   hwloc_bitmap_free(allowed);
-  return;
+  return SA_OK;
 
 unpinned:
   free_sets(pin);
   hwloc_bitmap_free(origin);
   hwloc_bitmap_free(allowed);
+  return SA_OK;
 }
 
 void sa_pin_release(sa_pin *pin) {
@@ -149,12 +195,21 @@ int sa_pin_core(const sa_pin *pin, int worker) {
   return pin->core[worker];
 }
 
+/* Per thread: the pin setup (by id) this thread was last found already
+ * bound for. An application that rebinds the thread later only moves where
+ * the caller's share of the tiles runs, never what they compute. */
+static _Thread_local uint64_t prebound_for;
+
 int sa_pin_caller_enter(sa_pin *pin) {
-  if (!pin->topo || hwloc_bitmap_iszero(pin->cpuset[0]))
+  if (!pin->topo || hwloc_bitmap_iszero(pin->cpuset[0]) ||
+      prebound_for == pin->id)
     return 0;
-  if (hwloc_get_cpubind(pin->topo, pin->saved, HWLOC_CPUBIND_THREAD) != 0 ||
-      hwloc_bitmap_isequal(pin->saved, pin->cpuset[0]))
+  if (hwloc_get_cpubind(pin->topo, pin->saved, HWLOC_CPUBIND_THREAD) != 0)
     return 0;
+  if (hwloc_bitmap_isequal(pin->saved, pin->cpuset[0])) {
+    prebound_for = pin->id;
+    return 0;
+  }
   return hwloc_set_cpubind(pin->topo, pin->cpuset[0], HWLOC_CPUBIND_THREAD) ==
          0;
 }

@@ -9,17 +9,25 @@
  *
  * Binding is all or nothing: if the OS refuses any worker's binding
  * (containers, some VMs), every worker goes back to the mask it started with
- * and the pool runs unpinned; that is never an error.
+ * and the pool runs unpinned; that is never an error. Asking for CPUs that do
+ * not exist or cannot be used (options.cpus, first_core) is one.
+ *
+ * A caller that is already bound exactly where worker 0 goes (an engine that
+ * pins its own thread) is found so on its first pinned call and left alone
+ * from then on, without a system call per call.
  */
 #ifndef SA_THREADS_PIN_H
 #define SA_THREADS_PIN_H
 
 #include <hwloc.h>
 #include <pthread.h>
+#include <stdint.h>
 
+#include "pool.h"
 #include "simdattn.h"
 
 typedef struct sa_pin {
+  uint64_t id;            /* unique per pin setup: keys the caller's cache */
   hwloc_topology_t topo;  /* NULL when nothing is bound */
   hwloc_bitmap_t *cpuset; /* per worker; empty: unpinned */
   hwloc_bitmap_t saved;   /* the caller's own binding during a run */
@@ -28,10 +36,11 @@ typedef struct sa_pin {
   int pinned; /* every worker bound to a core of its own */
 } sa_pin;
 
-/* threads: the n-1 worker threads 1..n-1. Never fails: on any trouble the
- * pool is left unpinned (and says why under SIMDATTN_VERBOSE). */
-void sa_pin_setup(sa_pin *pin, sa_pin_policy policy, int n,
-                  const pthread_t *threads);
+/* threads: the cfg->nthreads - 1 worker threads 1... Fails only on a bad
+ * cfg->cpus or cfg->first_core (SA_ERR_BAD_ARGUMENT); on any other trouble
+ * the pool is left unpinned (and says why under SIMDATTN_VERBOSE). */
+sa_status sa_pin_setup(sa_pin *pin, const sa_pool_config *cfg,
+                       const pthread_t *threads);
 void sa_pin_release(sa_pin *pin);
 int sa_pin_core(const sa_pin *pin, int worker);
 

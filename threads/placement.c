@@ -22,13 +22,18 @@ int sa_placement_count(hwloc_topology_t topo, hwloc_const_cpuset_t allowed) {
 }
 
 int sa_placement_plan(hwloc_topology_t topo, hwloc_const_cpuset_t allowed,
-                      int nworkers, int *core, hwloc_bitmap_t *cpuset) {
+                      int skip, int nworkers, int *core,
+                      hwloc_bitmap_t *cpuset) {
   hwloc_obj_type_t unit = sa_placement_unit(topo);
   int n = hwloc_get_nbobjs_by_type(topo, unit), w = 0;
   for (int i = 0; i < n && w < nworkers; i++) {
     hwloc_obj_t o = hwloc_get_obj_by_type(topo, unit, (unsigned)i);
     if (!o || !o->cpuset || !hwloc_bitmap_intersects(o->cpuset, allowed))
       continue;
+    if (skip > 0) {
+      skip--;
+      continue;
+    }
     core[w] = (int)o->logical_index;
     if (cpuset)
       hwloc_bitmap_and(cpuset[w], o->cpuset, allowed);

@@ -10,7 +10,8 @@
  * the job's fields are never read after sa_pool_run returns.
  *
  * Binding: see placement.h for which core each worker gets and pin.c for
- * how the binding is applied and undone.
+ * how the binding is applied and undone. Floating-point control state: see
+ * fpenv.h; fork(): see fork.h.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -21,6 +22,8 @@
 #include <string.h>
 
 #include "errors.h"
+#include "fork.h"
+#include "fpenv.h"
 #include "pin.h"
 #include "pool.h"
 #include "topology.h"
@@ -56,6 +59,7 @@ struct sa_pool {
   sa_task_fn fn;
   void *arg;
   size_t ntasks;
+  sa_fpenv fpenv; /* the caller's control state */
 
   pthread_mutex_t mu;
   pthread_cond_t wake; /* workers: state changed */
@@ -64,6 +68,7 @@ struct sa_pool {
   int n;       /* workers, the caller included */
   int started; /* threads actually created (teardown after a failure) */
   int spin;    /* spin iterations; 0 when workers outnumber CPUs */
+  unsigned generation; /* sa_fork_generation() when the threads started */
   sa_pin pin;
   sa_worker *w;
 };
@@ -110,6 +115,7 @@ static void *worker_main(void *arg) {
   sa_worker *me = arg;
   sa_pool *p = me->pool;
   uint64_t seen = 0;
+  sa_fpenv mine = sa_fpenv_get();
   for (;;) {
     seen = wait_state(p, seen);
     if (atomic_load_explicit(&p->stop, memory_order_relaxed))
@@ -118,6 +124,10 @@ static void *worker_main(void *arg) {
      * may skip whole generations, which is harmless for the same reason. */
     if (me->index >= (int)(seen & ACTIVE_MASK))
       continue;
+    if (!sa_fpenv_equal(mine, p->fpenv)) {
+      mine = p->fpenv;
+      sa_fpenv_set(mine);
+    }
     run_tasks(p, me->index);
     if (atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel) ==
         1) {
@@ -163,17 +173,22 @@ static void stop_threads(sa_pool *p) {
 }
 
 static void pool_free(sa_pool *p) {
-  stop_threads(p);
+  /* After a fork the threads do not exist here and the mutex may have been
+   * held by a parent thread: touch neither, just give the memory back. */
+  if (!sa_pool_forked(p)) {
+    stop_threads(p);
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mu);
+  }
   sa_pin_release(&p->pin);
-  pthread_cond_destroy(&p->done);
-  pthread_cond_destroy(&p->wake);
-  pthread_mutex_destroy(&p->mu);
   free(p->w);
   free(p);
 }
 
-sa_status sa_pool_create(int nthreads, sa_pin_policy pin, sa_pool **out) {
-  int n = nthreads < 1 ? 1 : nthreads;
+sa_status sa_pool_create(const sa_pool_config *cfg, sa_pool **out) {
+  int n = cfg->nthreads < 1 ? 1 : cfg->nthreads;
+  sa_fork_watch();
   size_t bytes = (sizeof(sa_pool) + 63) & ~(size_t)63;
   sa_pool *p = aligned_alloc(64, bytes);
   if (!p)
@@ -184,6 +199,7 @@ sa_status sa_pool_create(int nthreads, sa_pin_policy pin, sa_pool **out) {
   atomic_init(&p->remaining, 0);
   atomic_init(&p->stop, 0);
   p->n = n;
+  p->generation = sa_fork_generation();
   if (pthread_mutex_init(&p->mu, NULL)) {
     free(p);
     return sa_fail(SA_ERR_THREADS, "pthread_mutex_init failed");
@@ -235,8 +251,12 @@ sa_status sa_pool_create(int nthreads, sa_pin_policy pin, sa_pool **out) {
     for (int i = 1; i < n; i++)
       threads[i - 1] = p->w[i - 1].thread;
   }
-  sa_pin_setup(&p->pin, pin, n, threads);
+  sa_status st = sa_pin_setup(&p->pin, cfg, threads);
   free(threads);
+  if (st != SA_OK) {
+    pool_free(p);
+    return st;
+  }
   *out = p;
   return SA_OK;
 }
@@ -244,6 +264,10 @@ sa_status sa_pool_create(int nthreads, sa_pin_policy pin, sa_pool **out) {
 void sa_pool_destroy(sa_pool *pool) {
   if (pool)
     pool_free(pool);
+}
+
+int sa_pool_forked(const sa_pool *pool) {
+  return pool->generation != sa_fork_generation();
 }
 
 int sa_pool_size(const sa_pool *pool) { return pool->n; }
@@ -259,6 +283,7 @@ void sa_pool_run(sa_pool *pool, size_t ntasks, sa_task_fn fn, void *arg) {
   pool->fn = fn;
   pool->arg = arg;
   pool->ntasks = ntasks;
+  pool->fpenv = sa_fpenv_get();
   atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
   if (active > 1) {
     atomic_store_explicit(&pool->remaining, active - 1, memory_order_relaxed);

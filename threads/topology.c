@@ -59,14 +59,20 @@ int sa_topology_cpus(void) {
   return online < 1 ? 1 : online > 65536 ? 65536 : (int)online;
 }
 
-int sa_pool_default_threads(void) {
+int sa_pool_default_threads(const char *cpus, int first_core) {
   hwloc_topology_t topo = sa_topology();
   if (topo) {
     hwloc_bitmap_t allowed = sa_topology_allowed(topo);
-    int n = allowed ? sa_placement_count(topo, allowed) : 0;
+    hwloc_bitmap_t want = cpus ? hwloc_bitmap_alloc() : NULL;
+    if (allowed && want && hwloc_bitmap_list_sscanf(want, cpus) == 0)
+      hwloc_bitmap_and(allowed, allowed, want);
+    int n = allowed ? sa_placement_count(topo, allowed) - first_core : 0;
+    hwloc_bitmap_free(want);
     hwloc_bitmap_free(allowed);
     if (n > 0)
       return n;
+    /* a bad list or first_core: sa_pool_create reports it */
+    return 1;
   }
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   if (online < 1)

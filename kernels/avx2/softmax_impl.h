@@ -112,7 +112,11 @@ static inline void sa_softmax_online8_rows(size_t m, size_t n, float *s,
     float next = sa_rowmax8(row, valid, mx[i]);
     if (next == -INFINITY) {
       /* nothing valid seen yet: exp(-inf - -inf) would be NaN; alpha = 1
-       * makes the caller's rescale a no-op */
+       * makes the caller's rescale a no-op. The max skipped NaN scores:
+       * l carries one on (rare path, so a plain loop). */
+      for (size_t j = 0; j < valid; j++)
+        if (row[j] != row[j])
+          l[i] = NAN;
       sa_zero8(row, n);
       alpha[i] = 1.0f;
       continue;

@@ -125,7 +125,11 @@ SA_NEON_INLINE void sa_neon_softmax_online(size_t m, size_t n, float *s,
      * keeps it. */
     float next = isnan(mx[i]) ? mx[i] : sa_neon_row_max(row, valid, mx[i]);
     if (next == -INFINITY) {
-      /* Nothing valid seen yet: exp(-inf - -inf) would be NaN. */
+      /* Nothing valid seen yet: exp(-inf - -inf) would be NaN. The max
+       * skipped NaN scores: l carries one on (rare path, so a plain loop). */
+      for (size_t j = 0; j < valid; j++)
+        if (row[j] != row[j])
+          l[i] = NAN;
       sa_neon_zero(row, 0, n);
       alpha[i] = 1.0f;
       continue;

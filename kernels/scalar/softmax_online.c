@@ -6,7 +6,9 @@
  *
  * While a row has seen nothing valid its max stays -inf, and exp(-inf - -inf)
  * would be NaN: such a row gets s = 0, alpha = 1 and keeps l, so that the
- * caller's rescale of its accumulator is a no-op.
+ * caller's rescale of its accumulator is a no-op. Its max skipped any NaN
+ * score, so l becomes NaN then: a NaN seen before the first finite score
+ * must still poison the row, as it does in the three-pass softmax.
  */
 #include <math.h>
 
@@ -22,6 +24,9 @@ void sa_softmax_online__scalar(size_t m, size_t n, float *s, size_t lds,
     for (size_t j = 0; j < valid; j++)
       next = row[j] > next ? row[j] : next;
     if (next == -INFINITY) {
+      for (size_t j = 0; j < valid; j++)
+        if (row[j] != row[j])
+          l[i] = NAN;
       for (size_t j = 0; j < n; j++)
         row[j] = 0.0f;
       alpha[i] = 1.0f;
