@@ -77,7 +77,8 @@ static sa_status ensure_scratch(sa_context *ctx, const sa_plan *p) {
                      "workers: ask sa_attention_workspace), the context has "
                      "%zu",
                      need, ctx->nthreads, ctx->worker_bytes);
-    size_t floats_bytes = (p->scratch_floats * sizeof(float) + 63) & ~(size_t)63;
+    size_t floats_bytes =
+        (p->scratch_floats * sizeof(float) + 63) & ~(size_t)63;
     for (int w = 0; w < ctx->nthreads; w++) {
       unsigned char *base = ctx->workspace + (size_t)w * ctx->worker_bytes;
       ctx->scratch[w].buf = (float *)(void *)base;
@@ -116,8 +117,7 @@ static sa_status load_desc(const sa_attention_desc *user,
 }
 
 sa_status sa_attention_workspace(const sa_context *ctx,
-                                 const sa_attention_desc *desc,
-                                 size_t *bytes) {
+                                 const sa_attention_desc *desc, size_t *bytes) {
   if (!desc || !bytes)
     return sa_fail(SA_ERR_NULL_POINTER, "sa_attention_workspace: NULL");
   sa_attention_desc d;

@@ -25,8 +25,8 @@ size_t sa_scratch_bytes(size_t floats, size_t lens) {
 
 static sa_status check_options(const sa_context_options *o) {
   if (o->num_threads < 0 || o->num_threads > 4096)
-    return sa_fail(SA_ERR_BAD_ARGUMENT,
-                   "num_threads = %d is outside [0, 4096]", o->num_threads);
+    return sa_fail(SA_ERR_BAD_ARGUMENT, "num_threads = %d is outside [0, 4096]",
+                   o->num_threads);
   if ((unsigned)o->pin > SA_PIN_NONE)
     return sa_fail(SA_ERR_BAD_ARGUMENT, "pin = %d is not an sa_pin_policy",
                    (int)o->pin);
@@ -54,8 +54,7 @@ static void context_free(sa_context *ctx) {
 }
 
 /* A context from resolved settings: no option or environment is read here. */
-static sa_status context_new(const sa_kernel_set *ks,
-                             const sa_pool_config *cfg,
+static sa_status context_new(const sa_kernel_set *ks, const sa_pool_config *cfg,
                              const sa_context_options *o, sa_context **out) {
   sa_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx)
@@ -86,10 +85,10 @@ static sa_status context_new(const sa_kernel_set *ks,
     /* each worker's share starts on a cache line of its own */
     uintptr_t base = (uintptr_t)o->workspace;
     size_t pad = (size_t)(-base & 63);
-    ctx->worker_bytes = o->workspace_bytes > pad
-                            ? ((o->workspace_bytes - pad) /
-                               (size_t)ctx->nthreads) & ~(size_t)63
-                            : 0;
+    ctx->worker_bytes =
+        o->workspace_bytes > pad
+            ? ((o->workspace_bytes - pad) / (size_t)ctx->nthreads) & ~(size_t)63
+            : 0;
     ctx->workspace = (unsigned char *)o->workspace + pad;
   }
   *out = ctx;
@@ -162,9 +161,8 @@ sa_status sa_context_enter(sa_context *ctx) {
   unsigned mine = sa_fork_generation() + 1;
   unsigned held = atomic_load_explicit(&ctx->busy, memory_order_relaxed);
   if (held == mine ||
-      !atomic_compare_exchange_strong_explicit(&ctx->busy, &held, mine,
-                                               memory_order_acquire,
-                                               memory_order_relaxed))
+      !atomic_compare_exchange_strong_explicit(
+          &ctx->busy, &held, mine, memory_order_acquire, memory_order_relaxed))
     return sa_fail(SA_ERR_BUSY,
                    "another sa_attention is running on this context; give "
                    "each calling thread its own context");

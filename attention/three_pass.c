@@ -8,7 +8,6 @@
 
 #include "internal.h"
 
-
 void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
                         const sa_tile_io *t, sa_scratch *ws) {
   size_t *len = ws->len, nv = 0;
@@ -21,8 +20,7 @@ void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
     ks->score(t->m, nv, p->dim_qk, t->q, t->ldq, t->k, p->k.seq, p->scale, s,
               p->lds);
     ks->softmax(t->m, nv, s, p->lds, p->mask == SA_MASK_NONE ? NULL : len);
-    ks->wsum(t->m, nv, p->dim_v, s, p->lds, t->v, p->v.seq, NULL, t->o,
-             t->ldo);
+    ks->wsum(t->m, nv, p->dim_v, s, p->lds, t->v, p->v.seq, NULL, t->o, t->ldo);
   }
   /* A row that sees no key gets zeros: none were written when no row of the
    * tile sees one, and 0 * v (NaN where v is not finite) when others do. */

@@ -27,8 +27,8 @@ static const sa_kernel_set kernel_sets[] = {
     {SET, .name = "scalar", .isa = "scalar", .exp_impl = "libm",
      .about = "plain C loops, libm expf; the oracle", .vector_bits = 0,
      .priority = 0, .cpu_features = 0, .score = sa_score__scalar,
-     .softmax = sa_softmax__scalar,
-     .softmax_online = sa_softmax_online__scalar, .wsum = sa_wsum__scalar},
+     .softmax = sa_softmax__scalar, .softmax_online = sa_softmax_online__scalar,
+     .wsum = sa_wsum__scalar},
 #if SA_HAVE_AVX2
     {SET, .name = "avx2", .isa = "avx2", .exp_impl = "sleef-u10",
      .about = "AVX2+FMA; score and wsum 6x16 register tiles (score on a "
@@ -60,8 +60,7 @@ static const sa_kernel_set kernel_sets[] = {
               "tails; polynomial exp (1.01 ULP)",
      .vector_bits = 512, .priority = 30, .cpu_features = SA_X86_AVX512,
      .score = sa_score__avx512, .softmax = sa_softmax__avx512_poly,
-     .softmax_online = sa_softmax_online__avx512_poly,
-     .wsum = sa_wsum__avx512},
+     .softmax_online = sa_softmax_online__avx512_poly, .wsum = sa_wsum__avx512},
 #endif
 #if SA_HAVE_NEON
     {SET, .name = "neon", .isa = "neon", .exp_impl = "sleef-u10",

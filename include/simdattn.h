@@ -67,7 +67,7 @@ typedef enum sa_status {
   SA_ERR_BUSY,            /* another call is using this context right now */
   SA_ERR_STRUCT_SIZE,     /* struct_size unset, too small, or a field this
                              library does not know is non-zero */
-  SA_ERR_WORKSPACE,       /* the caller's workspace is too small for this call */
+  SA_ERR_WORKSPACE, /* the caller's workspace is too small for this call */
 } sa_status;
 
 /* A static, never-NULL English sentence for any value, known or not. */
@@ -161,14 +161,14 @@ typedef void (*sa_wsum_fn)(size_t m, size_t n, size_t dv, const float *p,
  * working across versions.
  */
 typedef struct sa_kernel_set {
-  size_t struct_size;   /* sizeof(sa_kernel_set) of the library: a slot at
-                           offset >= struct_size does not exist in it */
-  const char *name;     /* what a user types: "avx512", "avx2-polyexp" */
-  const char *isa;      /* "scalar", "avx2", "avx512", "neon" */
-  const char *exp_impl; /* how exp is computed: "libm", "sleef-u10", "poly" */
-  const char *about;    /* one line: register blocking, exp accuracy */
-  unsigned vector_bits; /* 0 for scalar */
-  int priority;         /* the best runnable set has the highest priority */
+  size_t struct_size;    /* sizeof(sa_kernel_set) of the library: a slot at
+                            offset >= struct_size does not exist in it */
+  const char *name;      /* what a user types: "avx512", "avx2-polyexp" */
+  const char *isa;       /* "scalar", "avx2", "avx512", "neon" */
+  const char *exp_impl;  /* how exp is computed: "libm", "sleef-u10", "poly" */
+  const char *about;     /* one line: register blocking, exp accuracy */
+  unsigned vector_bits;  /* 0 for scalar */
+  int priority;          /* the best runnable set has the highest priority */
   uint64_t cpu_features; /* SA_CPU_* bits the CPU must have (C++20 reserves
                            "requires", its name before 0.2) */
   sa_score_fn score;

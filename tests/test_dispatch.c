@@ -115,8 +115,8 @@ static void test_default_once(void) {
   for (size_t i = 0; i < 8; i++)
     pthread_join(th[i], NULL);
   const char *env = getenv("SIMDATTN_ISA");
-  const sa_kernel_set *want = env && env[0] ? sa_kernel_set_find(env)
-                                            : sa_kernel_set_best();
+  const sa_kernel_set *want =
+      env && env[0] ? sa_kernel_set_find(env) : sa_kernel_set_best();
   for (size_t i = 0; i < 8; i++)
     CHECK(seen_status[i] == SA_OK && seen[i] == want, "thread %zu saw %s", i,
           seen[i] ? seen[i]->name : sa_last_error());

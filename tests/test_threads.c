@@ -169,7 +169,8 @@ static void exactly_once(record *r) {
   for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
     for (int pin = SA_PIN_CORES; pin <= SA_PIN_NONE; pin++) {
       sa_pool *pool = NULL;
-      sa_status st = sa_pool_create(&(sa_pool_config){threads[i], (sa_pin_policy)pin, NULL, 0}, &pool);
+      sa_status st = sa_pool_create(
+          &(sa_pool_config){threads[i], (sa_pin_policy)pin, NULL, 0}, &pool);
       CHECK(st == SA_OK && sa_pool_size(pool) == threads[i], "pool of %d: %s",
             threads[i], sa_status_str(st));
       if (st != SA_OK)
@@ -323,7 +324,8 @@ static void reuse(int n) {
   snprintf(name, sizeof name, "1000 runs on %d workers", n);
   t_context = name;
   sa_pool *pool = NULL;
-  if (sa_pool_create(&(sa_pool_config){n, SA_PIN_CORES, NULL, 0}, &pool) != SA_OK) {
+  if (sa_pool_create(&(sa_pool_config){n, SA_PIN_CORES, NULL, 0}, &pool) !=
+      SA_OK) {
     CHECK(0, "pool of %d", n);
     return;
   }
@@ -349,7 +351,9 @@ static void create_destroy(void) {
   for (int i = 0; i < 50; i++) {
     sa_pool *pool = NULL;
     int n = 1 + i % 5;
-    CHECK(sa_pool_create(&(sa_pool_config){n, i % 2 ? SA_PIN_NONE : SA_PIN_CORES, NULL, 0}, &pool) == SA_OK,
+    CHECK(sa_pool_create(
+              &(sa_pool_config){n, i % 2 ? SA_PIN_NONE : SA_PIN_CORES, NULL, 0},
+              &pool) == SA_OK,
           "pool %d", i);
     if (i % 3 == 0) {
       atomic_size_t sum;
@@ -367,8 +371,7 @@ int main(void) {
   int cores = sa_pool_default_threads(NULL, 0);
   const sa_kernel_set *ks = NULL;
   CHECK(sa_kernel_set_default(&ks) == SA_OK, "%s", sa_last_error());
-  printf("kernel set %s, %d default threads\n", ks ? ks->name : "none",
-         cores);
+  printf("kernel set %s, %d default threads\n", ks ? ks->name : "none", cores);
   determinism();
   static record r;
   exactly_once(&r);

@@ -146,8 +146,8 @@ sa_status sa_pin_setup(sa_pin *pin, const sa_pool_config *cfg,
     goto unpinned;
   }
   pin->topo = topo;
-  int npinned = sa_placement_plan(topo, allowed, cfg->first_core, n,
-                                  pin->core, pin->cpuset);
+  int npinned = sa_placement_plan(topo, allowed, cfg->first_core, n, pin->core,
+                                  pin->cpuset);
 
   /* Worker 0 is bound per run; try it once now so a refusal shows up here. */
   int bound = 0, err = 0;

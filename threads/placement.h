@@ -24,12 +24,13 @@ int sa_placement_count(hwloc_topology_t topo, hwloc_const_cpuset_t allowed);
 
 /*
  * Plans nworkers workers: the first `skip` usable units are left out (another
- * context's), then worker w gets the next usable unit in logical order, core[w] = its logical index and cpuset[w] = its PUs that
- * are in `allowed`. Workers past the number of usable units are not wrapped
- * onto busy cores: they get core[w] = -1 and an empty cpuset and stay
- * unpinned, for the OS to balance. cpuset may be NULL; otherwise each entry
- * is an allocated bitmap that is overwritten.
- * Returns the number of pinned workers, min(nworkers, usable units - skip).
+ * context's), then worker w gets the next usable unit in logical order, core[w]
+ * = its logical index and cpuset[w] = its PUs that are in `allowed`. Workers
+ * past the number of usable units are not wrapped onto busy cores: they get
+ * core[w] = -1 and an empty cpuset and stay unpinned, for the OS to balance.
+ * cpuset may be NULL; otherwise each entry is an allocated bitmap that is
+ * overwritten. Returns the number of pinned workers, min(nworkers, usable units
+ * - skip).
  */
 int sa_placement_plan(hwloc_topology_t topo, hwloc_const_cpuset_t allowed,
                       int skip, int nworkers, int *core,

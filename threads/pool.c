@@ -65,9 +65,9 @@ struct sa_pool {
   pthread_cond_t wake; /* workers: state changed */
   pthread_cond_t done; /* caller: remaining reached 0 */
 
-  int n;       /* workers, the caller included */
-  int started; /* threads actually created (teardown after a failure) */
-  int spin;    /* spin iterations; 0 when workers outnumber CPUs */
+  int n;               /* workers, the caller included */
+  int started;         /* threads actually created (teardown after a failure) */
+  int spin;            /* spin iterations; 0 when workers outnumber CPUs */
   unsigned generation; /* sa_fork_generation() when the threads started */
   sa_pin pin;
   sa_worker *w;
@@ -289,8 +289,10 @@ void sa_pool_run(sa_pool *pool, size_t ntasks, sa_task_fn fn, void *arg) {
     atomic_store_explicit(&pool->remaining, active - 1, memory_order_relaxed);
     publish(pool, active);
   }
-  /* After waking the others: they start while this thread migrates. */
-  int rebound = sa_pin_caller_enter(&pool->pin);
+  /* After waking the others: they start while this thread migrates. Alone
+   * (one task) the caller shares a core with no worker: binding it would
+   * only cost system calls. */
+  int rebound = active > 1 ? sa_pin_caller_enter(&pool->pin) : 0;
   run_tasks(pool, 0);
   if (active > 1)
     wait_done(pool);
