@@ -23,6 +23,14 @@
 
 #define SET .struct_size = sizeof(sa_kernel_set)
 
+/* What the two exp variants of one ISA share: the blocking. */
+#define AVX2_BLOCKING                                                          \
+  "AVX2+FMA; score and wsum 6x16 register tiles (score on a packed K panel, "  \
+  "4x3 dot products for m <= 8, 2x4 for m <= 2); "
+#define AVX512_BLOCKING                                                        \
+  "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score on a "        \
+  "packed K panel, 4x4 dot products for m <= 16), masked tails; "
+
 static const sa_kernel_set kernel_sets[] = {
     {SET, .name = "scalar", .isa = "scalar", .exp_impl = "libm",
      .about = "plain C loops, libm expf; the oracle", .vector_bits = 0,
@@ -31,35 +39,27 @@ static const sa_kernel_set kernel_sets[] = {
      .wsum = sa_wsum__scalar},
 #if SA_HAVE_AVX2
     {SET, .name = "avx2", .isa = "avx2", .exp_impl = "sleef-u10",
-     .about = "AVX2+FMA; score and wsum 6x16 register tiles (score on a "
-              "packed K panel, 4x3 dot products for m <= 8, 2x4 for m <= 2); "
-              "SLEEF expf8 u10 (1 ULP)",
-     .vector_bits = 256, .priority = 21, .cpu_features = SA_X86_AVX2,
-     .score = sa_score__avx2, .softmax = sa_softmax__avx2_sleef,
+     .about = AVX2_BLOCKING "SLEEF expf8 u10 (1 ULP)", .vector_bits = 256,
+     .priority = 21, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
+     .softmax = sa_softmax__avx2_sleef,
      .softmax_online = sa_softmax_online__avx2_sleef, .wsum = sa_wsum__avx2},
     {SET, .name = "avx2-polyexp", .isa = "avx2", .exp_impl = "poly",
-     .about = "AVX2+FMA; score and wsum 6x16 register tiles (score on a "
-              "packed K panel, 4x3 dot products for m <= 8, 2x4 for m <= 2); "
-              "polynomial exp (1.01 ULP)",
-     .vector_bits = 256, .priority = 20, .cpu_features = SA_X86_AVX2,
-     .score = sa_score__avx2, .softmax = sa_softmax__avx2_poly,
+     .about = AVX2_BLOCKING "polynomial exp (1.01 ULP)", .vector_bits = 256,
+     .priority = 20, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
+     .softmax = sa_softmax__avx2_poly,
      .softmax_online = sa_softmax_online__avx2_poly, .wsum = sa_wsum__avx2},
 #endif
 #if SA_HAVE_AVX512
     {SET, .name = "avx512", .isa = "avx512", .exp_impl = "sleef-u10",
-     .about = "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score "
-              "on a packed K panel, 4x4 dot products for m <= 16), masked "
-              "tails; SLEEF expf16 u10 (1 ULP)",
-     .vector_bits = 512, .priority = 31, .cpu_features = SA_X86_AVX512,
-     .score = sa_score__avx512, .softmax = sa_softmax__avx512_sleef,
+     .about = AVX512_BLOCKING "SLEEF expf16 u10 (1 ULP)", .vector_bits = 512,
+     .priority = 31, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
+     .softmax = sa_softmax__avx512_sleef,
      .softmax_online = sa_softmax_online__avx512_sleef,
      .wsum = sa_wsum__avx512},
     {SET, .name = "avx512-polyexp", .isa = "avx512", .exp_impl = "poly",
-     .about = "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score "
-              "on a packed K panel, 4x4 dot products for m <= 16), masked "
-              "tails; polynomial exp (1.01 ULP)",
-     .vector_bits = 512, .priority = 30, .cpu_features = SA_X86_AVX512,
-     .score = sa_score__avx512, .softmax = sa_softmax__avx512_poly,
+     .about = AVX512_BLOCKING "polynomial exp (1.01 ULP)", .vector_bits = 512,
+     .priority = 30, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
+     .softmax = sa_softmax__avx512_poly,
      .softmax_online = sa_softmax_online__avx512_poly, .wsum = sa_wsum__avx512},
 #endif
 #if SA_HAVE_NEON

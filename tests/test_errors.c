@@ -69,7 +69,7 @@ EDIT(e_size0, d->struct_size = 0)
 EDIT(e_size_small, d->struct_size = SA_ATTENTION_DESC_MIN_SIZE - 1)
 EDIT(e_size_huge, d->struct_size = (size_t)1 << 40)
 EDIT(e_o_on_k, *po = (float *)*pk + 1)
-EDIT(e_o_on_v, *po = (float *)*pv + OUT_FLOATS / 2)
+EDIT(e_o_on_v, *po = (float *)*pv + D)
 EDIT(e_o_on_q_shifted, *po = (float *)*pq + D)
 EDIT(e_o_on_q_strides, *po = (float *)*pq;
      d->q = (sa_strides){2 * L * D, L *D, D}; d->o = (sa_strides){0, 0, 0};
