@@ -234,7 +234,7 @@ typedef struct sa_context_options {
   const char *cpus;
   /* Pinned workers skip this many usable cores (in compact order) first, so
    * two contexts of one process can take disjoint cores: 0 and 4 for two
-   * 4-thread contexts. Ignored under SA_PIN_NONE, as is cpus. */
+   * 4-thread contexts. In [0, 65536]; ignored under SA_PIN_NONE, as is cpus. */
   int first_core;
   /* Caller-owned scratch for every call of this context: the library never
    * allocates scratch then, and a call that needs more than workspace_bytes
