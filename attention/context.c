@@ -166,6 +166,13 @@ sa_status sa_context_enter(sa_context *ctx) {
     return sa_fail(SA_ERR_BUSY,
                    "another sa_attention is running on this context; give "
                    "each calling thread its own context");
+  if (held != 0) {
+    /* Taken over from a parent thread that was inside a call when fork()
+     * copied us: its scratch may be half regrown (freed, not yet replaced).
+     * Forget it, leaking it, rather than use or free it. */
+    for (int w = 0; !ctx->workspace && w < ctx->nthreads; w++)
+      ctx->scratch[w] = (sa_scratch){NULL, NULL, 0, 0};
+  }
   if (sa_pool_forked(ctx->pool)) {
     /* a fork() child: the workers stayed behind in the parent */
     sa_pool *fresh;
