@@ -143,6 +143,21 @@ static sa_context *ctx_new(const char *isa, int threads, size_t bq,
   return st == SA_OK ? ctx : NULL;
 }
 
+/* One call of d on a fresh one-thread context of isa, into bf->o filled
+ * with a sentinel first; 1 when it returned SA_OK. */
+static int call_on(const char *isa, sa_algorithm algo, size_t bq, size_t bkv,
+                   sa_attention_desc *d, bufs *bf) {
+  sa_context *ctx = ctx_new(isa, 1, bq, bkv);
+  if (!ctx)
+    return 0;
+  d->algorithm = algo;
+  fill(bf->o.p, bf->no, 7.0f);
+  sa_status st = sa_attention(ctx, d, bf->q.p, bf->k.p, bf->v.p, bf->o.p);
+  CHECK(st == SA_OK, "%s", sa_last_error());
+  sa_context_destroy(ctx);
+  return st == SA_OK;
+}
+
 static const float *row_at(const float *base, sa_strides s, size_t b, size_t h,
                            size_t i) {
   return base + b * s.batch + h * s.head + i * s.seq;
@@ -460,15 +475,9 @@ static void test_nan_first_key(void) {
           snprintf(where, sizeof where, "NaN in key 0, %s %s mask%d bkv%zu",
                    sets[s]->name, algo_name(algo), (int)d.mask, bkv);
           t_context = where;
-          sa_context *ctx = ctx_new(sets[s]->name, 1, 0, bkv);
-          if (!ctx)
+          if (!call_on(sets[s]->name, (sa_algorithm)algo, 0, bkv, &d, &bf))
             continue;
-          d.algorithm = (sa_algorithm)algo;
-          fill(bf.o.p, bf.no, 7.0f);
-          sa_status st = sa_attention(ctx, &d, bf.q.p, bf.k.p, bf.v.p, bf.o.p);
-          CHECK(st == SA_OK, "%s", sa_last_error());
           check_nan_rows(&d, bf.o.p);
-          sa_context_destroy(ctx);
         }
     bufs_free(&bf);
   }
@@ -516,15 +525,9 @@ static void test_infinite_scores(void) {
         snprintf(where, sizeof where, "all -Inf, %s %s bkv%zu", sets[s]->name,
                  algo_name(algo), bkv);
         t_context = where;
-        sa_context *ctx = ctx_new(sets[s]->name, 1, 0, bkv);
-        if (!ctx)
+        if (!call_on(sets[s]->name, (sa_algorithm)algo, 0, bkv, &d, &bf))
           continue;
-        d.algorithm = (sa_algorithm)algo;
-        fill(bf.o.p, bf.no, 7.0f);
-        sa_status st = sa_attention(ctx, &d, bf.q.p, bf.k.p, bf.v.p, bf.o.p);
-        CHECK(st == SA_OK, "%s", sa_last_error());
         check_mixed(&d, bf.q.p, bf.k.p, bf.v.p, bf.o.p);
-        sa_context_destroy(ctx);
       }
 
   /* +Inf at the first key and at a later one: NaN */
@@ -539,15 +542,9 @@ static void test_infinite_scores(void) {
           snprintf(where, sizeof where, "+Inf at key %zu, %s %s bkv%zu",
                    at_inf[a], sets[s]->name, algo_name(algo), bkv);
           t_context = where;
-          sa_context *ctx = ctx_new(sets[s]->name, 1, 0, bkv);
-          if (!ctx)
+          if (!call_on(sets[s]->name, (sa_algorithm)algo, 0, bkv, &d, &bf))
             continue;
-          d.algorithm = (sa_algorithm)algo;
-          fill(bf.o.p, bf.no, 7.0f);
-          sa_status st = sa_attention(ctx, &d, bf.q.p, bf.k.p, bf.v.p, bf.o.p);
-          CHECK(st == SA_OK, "%s", sa_last_error());
           check_mixed(&d, bf.q.p, bf.k.p, bf.v.p, bf.o.p);
-          sa_context_destroy(ctx);
         }
   }
 
@@ -569,14 +566,8 @@ static void test_infinite_scores(void) {
         snprintf(where, sizeof where, "first block -Inf, %s %s bkv%zu",
                  sets[s]->name, algo_name(algo), bkv);
         t_context = where;
-        sa_context *ctx = ctx_new(sets[s]->name, 1, 0, bkv);
-        if (!ctx)
+        if (!call_on(sets[s]->name, (sa_algorithm)algo, 0, bkv, &d, &bf))
           continue;
-        d.algorithm = (sa_algorithm)algo;
-        fill(bf.o.p, bf.no, 7.0f);
-        sa_status st = sa_attention(ctx, &d, bf.q.p, bf.k.p, bf.v.p, bf.o.p);
-        CHECK(st == SA_OK, "%s", sa_last_error());
-        sa_context_destroy(ctx);
         for (size_t i = 0; i < d.len_q; i++) {
           const float *r = row_at(bf.o.p, d.o, 0, 0, i);
           if (i % 2 == 0)
@@ -629,13 +620,8 @@ static void test_masked_nonfinite_v(void) {
                    "masked rows, NaN/Inf V, %s %s bq%zu bkv%zu", sets[s]->name,
                    algo_name(algo), bq, bkv);
           t_context = where;
-          sa_context *ctx = ctx_new(sets[s]->name, 1, bq, bkv);
-          if (!ctx)
+          if (!call_on(sets[s]->name, (sa_algorithm)algo, bq, bkv, &d, &bf))
             continue;
-          d.algorithm = (sa_algorithm)algo;
-          fill(bf.o.p, bf.no, 7.0f);
-          sa_status st = sa_attention(ctx, &d, bf.q.p, bf.k.p, bf.v.p, bf.o.p);
-          CHECK(st == SA_OK, "%s", sa_last_error());
           for (size_t h = 0; h < d.heads_q; h++)
             for (size_t i = 0; i < d.len_q; i++) {
               const float *r = row_at(bf.o.p, d.o, 0, h, i);
@@ -647,7 +633,6 @@ static void test_masked_nonfinite_v(void) {
               CHECK(bad == d.dim_v, "row (%zu,%zu) sees %zu keys: c%zu = %g", h,
                     i, vis, bad, bad < d.dim_v ? r[bad] : 0.0);
             }
-          sa_context_destroy(ctx);
         }
   bufs_free(&bf);
 }
