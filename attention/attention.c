@@ -77,8 +77,7 @@ static sa_status ensure_scratch(sa_context *ctx, const sa_plan *p) {
                      "workers: ask sa_attention_workspace), the context has "
                      "%zu",
                      need, ctx->nthreads, ctx->worker_bytes);
-    size_t floats_bytes =
-        (p->scratch_floats * sizeof(float) + 63) & ~(size_t)63;
+    size_t floats_bytes = sa_round64(p->scratch_floats * sizeof(float));
     for (int w = 0; w < ctx->nthreads; w++) {
       unsigned char *base = ctx->workspace + (size_t)w * ctx->worker_bytes;
       ctx->scratch[w].buf = (float *)(void *)base;
@@ -90,7 +89,7 @@ static sa_status ensure_scratch(sa_context *ctx, const sa_plan *p) {
     sa_scratch *s = &ctx->scratch[w];
     if (s->floats < p->scratch_floats) {
       /* 64-byte rows keep the score tile's rows on cache-line boundaries */
-      size_t bytes = (p->scratch_floats * sizeof(float) + 63) & ~(size_t)63;
+      size_t bytes = sa_round64(p->scratch_floats * sizeof(float));
       float *buf = aligned_alloc(64, bytes);
       if (!buf)
         return sa_fail(SA_ERR_NO_MEMORY, "scratch of %zu bytes", bytes);

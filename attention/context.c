@@ -19,8 +19,7 @@
 #include "topology.h"
 
 size_t sa_scratch_bytes(size_t floats, size_t lens) {
-  return ((floats * sizeof(float) + 63) & ~(size_t)63) +
-         ((lens * sizeof(size_t) + 63) & ~(size_t)63);
+  return sa_round64(floats * sizeof(float)) + sa_round64(lens * sizeof(size_t));
 }
 
 static sa_status check_options(const sa_context_options *o) {
@@ -120,7 +119,7 @@ sa_status sa_context_create(const sa_context_options *opts, sa_context **out) {
     if ((st = sa_env_num_threads(&cfg.nthreads)))
       return st;
     /* more than the CPUs we may use only makes workers take turns */
-    int cpus = sa_topology_cpus();
+    int cpus = cfg.nthreads > 1 ? sa_topology_cpus() : cfg.nthreads;
     if (cfg.nthreads > cpus) {
       if (sa_verbose())
         fprintf(stderr,

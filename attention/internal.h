@@ -42,6 +42,11 @@ void sa_context_leave(sa_context *ctx);
 /* The calling thread's own one-thread context, made on its first use. */
 sa_status sa_context_thread_default(sa_context **out);
 
+/* Scratch pieces start on cache lines: 64-byte rows of the score tile. */
+static inline size_t sa_round64(size_t bytes) {
+  return (bytes + 63) & ~(size_t)63;
+}
+
 /* Bytes of one worker's scratch for a plan (64-byte aligned pieces). */
 size_t sa_scratch_bytes(size_t floats, size_t lens);
 

@@ -65,21 +65,14 @@ static atomic_uint_fast64_t next_id = 1;
 /* The CPUs workers may be placed on: the process's, within cfg->cpus. */
 static sa_status usable_cpus(hwloc_topology_t topo, const sa_pool_config *cfg,
                              hwloc_bitmap_t *out) {
-  hwloc_bitmap_t allowed = sa_topology_allowed(topo);
+  int bad_list;
+  hwloc_bitmap_t allowed = sa_topology_within(topo, cfg->cpus, &bad_list);
+  if (bad_list)
+    return sa_fail(SA_ERR_BAD_ARGUMENT,
+                   "cpus='%.64s' is not a CPU list such as \"0-3,8\"",
+                   cfg->cpus);
   if (!allowed)
     return sa_fail(SA_ERR_NO_MEMORY, "cpuset");
-  if (cfg->cpus) {
-    hwloc_bitmap_t want = hwloc_bitmap_alloc();
-    if (!want || hwloc_bitmap_list_sscanf(want, cfg->cpus) != 0) {
-      hwloc_bitmap_free(want);
-      hwloc_bitmap_free(allowed);
-      return sa_fail(SA_ERR_BAD_ARGUMENT,
-                     "cpus='%.64s' is not a CPU list such as \"0-3,8\"",
-                     cfg->cpus);
-    }
-    hwloc_bitmap_and(allowed, allowed, want);
-    hwloc_bitmap_free(want);
-  }
   int cores = sa_placement_count(topo, allowed);
   if (cores <= cfg->first_core) {
     char buf[128];

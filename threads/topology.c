@@ -48,6 +48,24 @@ hwloc_bitmap_t sa_topology_allowed(hwloc_topology_t topo) {
   return set;
 }
 
+hwloc_bitmap_t sa_topology_within(hwloc_topology_t topo, const char *cpus,
+                                  int *bad_list) {
+  hwloc_bitmap_t set = sa_topology_allowed(topo);
+  *bad_list = 0;
+  if (!set || !cpus)
+    return set;
+  hwloc_bitmap_t want = hwloc_bitmap_alloc();
+  if (want && hwloc_bitmap_list_sscanf(want, cpus) == 0) {
+    hwloc_bitmap_and(set, set, want);
+  } else {
+    *bad_list = want != NULL;
+    hwloc_bitmap_free(set);
+    set = NULL;
+  }
+  hwloc_bitmap_free(want);
+  return set;
+}
+
 int sa_topology_cpus(void) {
   hwloc_topology_t topo = sa_topology();
   hwloc_bitmap_t allowed = topo ? sa_topology_allowed(topo) : NULL;
@@ -62,12 +80,9 @@ int sa_topology_cpus(void) {
 int sa_pool_default_threads(const char *cpus, int first_core) {
   hwloc_topology_t topo = sa_topology();
   if (topo) {
-    hwloc_bitmap_t allowed = sa_topology_allowed(topo);
-    hwloc_bitmap_t want = cpus ? hwloc_bitmap_alloc() : NULL;
-    if (allowed && want && hwloc_bitmap_list_sscanf(want, cpus) == 0)
-      hwloc_bitmap_and(allowed, allowed, want);
+    int bad;
+    hwloc_bitmap_t allowed = sa_topology_within(topo, cpus, &bad);
     int n = allowed ? sa_placement_count(topo, allowed) - first_core : 0;
-    hwloc_bitmap_free(want);
     hwloc_bitmap_free(allowed);
     if (n > 0)
       return n;

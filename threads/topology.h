@@ -22,6 +22,11 @@ hwloc_topology_t sa_topology(void);
  */
 hwloc_bitmap_t sa_topology_allowed(hwloc_topology_t topo);
 
+/* sa_topology_allowed within an OS CPU list ("0-3,8"; NULL: no limit).
+ * NULL when out of memory, or when cpus is not such a list (*bad_list = 1). */
+hwloc_bitmap_t sa_topology_within(hwloc_topology_t topo, const char *cpus,
+                                  int *bad_list);
+
 /* PUs in sa_topology_allowed (online CPUs without hwloc): more workers
  * than this and they take turns on CPUs. */
 int sa_topology_cpus(void);
