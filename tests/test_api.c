@@ -129,18 +129,7 @@ static void *at_guard(guarded *g, size_t bytes) {
  * section 6 checks on its own. */
 static sa_context *ctx_new(const char *isa, int threads, size_t bq,
                            size_t bkv) {
-  sa_context_options o;
-  sa_context_options_init(&o);
-  o.isa = isa;
-  o.num_threads = threads;
-  o.pin = SA_PIN_NONE;
-  o.block_q = bq;
-  o.block_kv = bkv;
-  sa_context *ctx = NULL;
-  sa_status st = sa_context_create(&o, &ctx);
-  CHECK(st == SA_OK, "context %s x%d: %s (%s)", isa, threads, sa_status_str(st),
-        sa_last_error());
-  return st == SA_OK ? ctx : NULL;
+  return t_context_new(isa, threads, SA_PIN_NONE, bq, bkv);
 }
 
 /* One call of d on a fresh one-thread context of isa, into bf->o filled

@@ -126,22 +126,6 @@ static int same(const float *a, const float *b, size_t n) {
   return memcmp(a, b, n * sizeof(float)) == 0;
 }
 
-static sa_context *make_ctx(const char *isa, int threads, sa_pin_policy pin,
-                            size_t block_q, size_t block_kv) {
-  sa_context_options opt;
-  sa_context_options_init(&opt);
-  opt.isa = isa;
-  opt.num_threads = threads;
-  opt.pin = pin;
-  opt.block_q = block_q;
-  opt.block_kv = block_kv;
-  sa_context *ctx = NULL;
-  sa_status st = sa_context_create(&opt, &ctx);
-  CHECK(st == SA_OK, "context of %d threads on %s: %s", threads,
-        isa ? isa : "(default)", sa_last_error());
-  return st == SA_OK ? ctx : NULL;
-}
-
 /* ------------------------------------------------------------- (a) BUSY */
 
 typedef struct holder {
@@ -265,7 +249,7 @@ static void busy_case(const sa_kernel_set *ks, const problem *p,
   char name[96];
   snprintf(name, sizeof name, "busy, %s", ks->name);
   t_context = name;
-  sa_context *ctx = make_ctx(ks->name, 2, SA_PIN_DEFAULT, 0, 0);
+  sa_context *ctx = t_context_new(ks->name, 2, SA_PIN_DEFAULT, 0, 0);
   if (!ctx)
     return;
   holder h = {.ctx = ctx, .p = p, .ref = ref, .o = new_out(p)};
@@ -317,7 +301,7 @@ static void busy(const sa_kernel_set *def) {
      * other set is its own one-thread context with those sizes. */
     float *ref = new_out(&p);
     sa_context *one =
-        ks == def ? NULL : make_ctx(ks->name, 1, SA_PIN_DEFAULT, 0, 0);
+        ks == def ? NULL : t_context_new(ks->name, 1, SA_PIN_DEFAULT, 0, 0);
     if (ks != def && !one)
       continue;
     sa_status st = call(one, &p, ref);
@@ -502,7 +486,7 @@ static void fork_case(int threads, sa_pin_policy pin, int threads_ok,
            threads > 1 ? "s" : "",
            pin == SA_PIN_NONE ? "pin none" : "pin default");
   t_context = name;
-  sa_context *ctx = make_ctx(NULL, threads, pin, 0, 0);
+  sa_context *ctx = t_context_new(NULL, threads, pin, 0, 0);
   if (!ctx)
     return;
   /* Used first: the workers exist and have run, as in a real parent. */
@@ -806,7 +790,7 @@ static void fp_state(void) {
     sa_context *ctx[NFP];
     int ok = 1;
     for (size_t c = 0; c < NFP; c++) {
-      ctx[c] = make_ctx(ks->name, fp_threads[c], SA_PIN_DEFAULT, 8, 32);
+      ctx[c] = t_context_new(ks->name, fp_threads[c], SA_PIN_DEFAULT, 8, 32);
       for (int a = 0; ctx[c] && a < 2; a++) {
         den.d.algorithm = a ? SA_ALGO_FUSED : SA_ALGO_THREE_PASS;
         ok &= call(ctx[c], &den, o[3]) == SA_OK;

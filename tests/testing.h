@@ -110,6 +110,27 @@ static inline void g_free(guarded *g) {
   g->p = NULL;
 }
 
+/* ------------------------------------------------------------- contexts */
+
+/* A context with these settings (isa NULL: the default set; 0: defaults),
+ * or NULL after a failed check naming why. */
+static inline sa_context *t_context_new(const char *isa, int threads,
+                                        sa_pin_policy pin, size_t block_q,
+                                        size_t block_kv) {
+  sa_context_options opt;
+  sa_context_options_init(&opt);
+  opt.isa = isa;
+  opt.num_threads = threads;
+  opt.pin = pin;
+  opt.block_q = block_q;
+  opt.block_kv = block_kv;
+  sa_context *ctx = NULL;
+  sa_status st = sa_context_create(&opt, &ctx);
+  CHECK(st == SA_OK, "context of %d threads on %s: %s (%s)", threads,
+        isa ? isa : "(default)", sa_status_str(st), sa_last_error());
+  return st == SA_OK ? ctx : NULL;
+}
+
 /* ------------------------------------------------- reference attention */
 
 typedef struct t_tensor {
