@@ -56,6 +56,8 @@ static void run_tile(void *arg, size_t task, int worker) {
     t.ldq = p->q.seq;
     t.ldo = p->o.seq;
   }
+  t.b = b;
+  t.h0 = hq;
   t.q = j->q + b * p->q.batch + hq * p->q.head + t.pos * p->q.seq;
   t.o = j->o + b * p->o.batch + hq * p->o.head + t.pos * p->o.seq;
   t.k = j->k + b * p->k.batch + hkv * p->k.head;

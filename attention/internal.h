@@ -58,6 +58,11 @@ size_t sa_scratch_bytes(size_t floats, size_t lens);
 sa_status sa_struct_load(const char *what, const void *user, size_t min,
                          size_t have, void *out);
 
+/* A mask tensor, resolved: strides never all zero, keys never 0. */
+typedef struct sa_mask_at {
+  size_t batch, head, row, key, keys;
+} sa_mask_at;
+
 /* Everything a tile needs, checked and with defaults filled in. */
 typedef struct sa_plan {
   size_t batch, heads_q, heads_kv, group, len_q, len_kv, dim_qk, dim_v;
@@ -68,11 +73,30 @@ typedef struct sa_plan {
   size_t block_q, block_kv;
   size_t lds;            /* row stride of the scores tile, in floats */
   size_t qcopy;          /* fused: where a tile's Q rows are copied, in buf */
+  size_t rowvals;        /* per-row mx, l, alpha, slope, distance, in buf */
+  size_t gather;         /* where strided mask rows are gathered, in buf */
   size_t scratch_floats; /* per worker */
   size_t scratch_lens;   /* per worker */
   size_t end[4];         /* q, k, v, o: elements from the base to past the
                             last element */
   int in_place;          /* o is q: the fused driver copies Q rows first */
+
+  /* 0.3: around the softmax (see sa_attention_desc) */
+  const float *mask_add;
+  const uint8_t *mask_bool;
+  sa_mask_at add_at, bool_at;
+  size_t keys;    /* keys any row may see: min(len_kv, the masks' keys) */
+  int window;     /* wl, wr apply */
+  int64_t wl, wr; /* -1: unbounded on that side */
+  float softcap;  /* 0: off */
+  const float *slopes, *sinks;
+  const int64_t *len_valid;
+  float *lse;
+  sa_strides lse_at;
+  size_t end_extra[3]; /* add, bool (bytes), lse: elements spanned */
+  int scan;            /* a mask can remove keys inside a row's range */
+  int mods;            /* score_mod has a step besides the window's edge */
+  int online;          /* three-pass normalises after wsum (sinks, lse) */
 } sa_plan;
 
 /* Validates desc (no pointer checks) into plan; SA_OK or the reason. */
@@ -80,27 +104,17 @@ sa_status sa_plan_make(const sa_attention_desc *desc, size_t block_q,
                        size_t block_kv, sa_plan *plan);
 
 /* The pointer checks: O may be Q exactly (sets plan->in_place), and must
- * not otherwise overlap Q, K or V (SA_ERR_BAD_STRIDE). */
+ * not otherwise overlap Q, K or V (SA_ERR_BAD_STRIDE); LSE overlaps none of
+ * them, and neither O nor LSE overlaps a mask. */
 sa_status sa_plan_memory(sa_plan *plan, const float *q, const float *k,
                          const float *v, const float *o);
 
-/* Number of keys query position i may see, 0..len_kv. */
-static inline size_t sa_visible_keys(const sa_plan *p, size_t i) {
-  switch (p->mask) {
-  case SA_MASK_CAUSAL_TOP_LEFT:
-    return i + 1 < p->len_kv ? i + 1 : p->len_kv;
-  case SA_MASK_CAUSAL_BOTTOM_RIGHT: {
-    /* j <= i + len_kv - len_q, computed without going negative */
-    size_t lim = i + 1 + p->len_kv;
-    if (lim <= p->len_q)
-      return 0;
-    lim -= p->len_q;
-    return lim < p->len_kv ? lim : p->len_kv;
-  }
-  default:
-    return p->len_kv;
-  }
-}
+/* Where query position i of batch item b sits: its diagonal key c(i). */
+int64_t sa_row_diagonal(const sa_plan *p, size_t b, size_t i);
+
+/* The keys [*lo, *hi) that query position i of batch item b may see before
+ * the masks' contents are read; *lo == *hi when none. */
+void sa_row_keys(const sa_plan *p, size_t b, size_t i, size_t *lo, size_t *hi);
 
 /* One tile: rows of query heads [h0, h0+nh) at positions [i0, i0+m).
  * Either nh == 1 (a block of positions) or m == 1 (decode: the query heads
@@ -114,13 +128,46 @@ typedef struct sa_tile_io {
   float *o;
   size_t ldq, ldo; /* row strides of this tile's Q and O rows */
   size_t m;        /* rows */
+  size_t b;        /* batch item */
   size_t pos;      /* query position of row 0; rows advance it by `step` */
   size_t step;     /* 1 for a block of positions, 0 for stacked heads */
+  size_t h0;       /* query head of row 0; stacked rows advance it by 1 */
 } sa_tile_io;
 
 void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
                         const sa_tile_io *t, sa_scratch *ws);
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
                    const sa_tile_io *t, sa_scratch *ws);
+
+/* ---- what both tile drivers share (attention/rows.c) */
+
+/* Per-row state, in a worker's scratch. */
+typedef struct sa_rows {
+  size_t *lo, *hi;   /* each row's key range, absolute */
+  size_t *lob, *hib; /* the range clipped to the current block, relative */
+  size_t *seen;      /* nonzero once a key of the row survived the masks */
+  float *mx, *l, *alpha, *slope, *dist;
+  size_t jlo, jhi; /* union of the rows' ranges; jlo == jhi: none */
+} sa_rows;
+
+/* Ranges, softmax state (sinks included) and slopes of tile t's rows. */
+void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
+                   sa_rows *r);
+
+/* For the key block [j0, j0 + nb): clips the ranges into lob/hib, marks
+ * rows that keep a key there as seen; returns 0 when the masks remove the
+ * block for the whole tile. *partial: some row ends inside it; *left: some
+ * row starts inside it. */
+int sa_rows_block(const sa_plan *p, const sa_tile_io *t, sa_rows *r, size_t j0,
+                  size_t nb, int *partial, int *left);
+
+/* score_mod on the block's scores, when some step or the window asks. */
+void sa_rows_mods(const sa_kernel_set *ks, const sa_plan *p,
+                  const sa_tile_io *t, sa_scratch *ws, const sa_rows *r,
+                  size_t j0, size_t nb, int left);
+
+/* The online softmax's end: O rows divided by l (zeros for a row that kept
+ * no key, NaN for one whose kept scores were all -inf), and their LSE. */
+void sa_rows_finish(const sa_plan *p, const sa_tile_io *t, const sa_rows *r);
 
 #endif

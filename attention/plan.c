@@ -49,8 +49,8 @@ static sa_status extent(const char *name, const sa_strides *st, size_t batch,
 /* Sufficient condition for no two output elements to share an address: with
  * the dimensions of extent > 1 sorted by stride, each stride clears the whole
  * span of the ones inside it, the innermost clearing the contiguous row. */
-static sa_status no_alias(const sa_strides *st, size_t batch, size_t heads,
-                          size_t len, size_t dim) {
+static sa_status no_alias(const char *name, const sa_strides *st, size_t batch,
+                          size_t heads, size_t len, size_t dim) {
   size_t ext[3] = {batch, heads, len}, str[3] = {st->batch, st->head, st->seq};
   size_t n = 0, e[3], s[3];
   for (int i = 0; i < 3; i++)
@@ -72,15 +72,113 @@ static sa_status no_alias(const sa_strides *st, size_t batch, size_t heads,
   for (size_t i = 0; i < n; i++) {
     if (s[i] < span)
       return sa_fail(SA_ERR_BAD_STRIDE,
-                     "o: a stride of %zu lets output elements overlap (needs "
+                     "%s: a stride of %zu lets output elements overlap (needs "
                      ">= %zu)",
-                     s[i], span);
+                     name, s[i], span);
     span = s[i] * e[i]; /* cannot overflow: extent() checked it */
   }
   return SA_OK;
 }
 
 static size_t round_up16(size_t x) { return (x + 15) & ~(size_t)15; }
+
+/* A mask's layout: packed when all strides are zero; keys within len_kv;
+ * its span must fit the address space. */
+static sa_status mask_layout(const char *name, const sa_mask_layout *in,
+                             const sa_plan *p, size_t elem, sa_mask_at *at,
+                             size_t *end) {
+  if (in->keys > p->len_kv)
+    return sa_fail(SA_ERR_BAD_SHAPE,
+                   "%s_layout.keys = %zu is more than len_kv = %zu", name,
+                   in->keys, p->len_kv);
+  at->keys = in->keys ? in->keys : p->len_kv;
+  at->batch = in->batch;
+  at->head = in->head;
+  at->row = in->row;
+  at->key = in->key;
+  if (!at->batch && !at->head && !at->row && !at->key) {
+    at->key = 1;
+    at->row = at->keys;
+    if (mul_ov(p->len_q, at->row, &at->head) ||
+        mul_ov(p->heads_q, at->head, &at->batch))
+      return sa_fail(SA_ERR_OVERFLOW, "%s: packed size overflows size_t", name);
+  }
+  size_t a, b, c, d, e;
+  if (mul_ov(p->batch - 1, at->batch, &a) ||
+      mul_ov(p->heads_q - 1, at->head, &b) ||
+      mul_ov(p->len_q - 1, at->row, &c) || mul_ov(at->keys - 1, at->key, &d) ||
+      add_ov(a, b, &e) || add_ov(e, c, &e) || add_ov(e, d, &e) ||
+      add_ov(e, 1, &e) || e > (size_t)PTRDIFF_MAX / elem)
+    return sa_fail(SA_ERR_OVERFLOW,
+                   "%s: strides span more than the address space", name);
+  *end = e;
+  return SA_OK;
+}
+
+/* The 0.3 fields: masks, window, softcap, ALiBi, sinks, lengths, LSE. Per
+ * head and per batch arrays are read here, once, so that a bad value is a
+ * status before anything is written. */
+static sa_status plan_extras(const sa_attention_desc *d, sa_plan *p) {
+  sa_status st;
+  p->keys = p->len_kv;
+  p->mask_add = d->mask_add;
+  p->mask_bool = d->mask_bool;
+  if (d->mask_add) {
+    if ((st = mask_layout("mask_add", &d->mask_add_layout, p, sizeof(float),
+                          &p->add_at, &p->end_extra[0])))
+      return st;
+    p->keys = p->add_at.keys < p->keys ? p->add_at.keys : p->keys;
+  }
+  if (d->mask_bool) {
+    if ((st = mask_layout("mask_bool", &d->mask_bool_layout, p, 1, &p->bool_at,
+                          &p->end_extra[1])))
+      return st;
+    p->keys = p->bool_at.keys < p->keys ? p->bool_at.keys : p->keys;
+  }
+  p->window = d->window != 0;
+  p->wl = p->wr = -1;
+  if (p->window) {
+    if (d->window_left < -1 || d->window_right < -1)
+      return sa_fail(SA_ERR_BAD_ARGUMENT,
+                     "window_left = %lld, window_right = %lld: each must be "
+                     ">= -1 (-1 = unbounded)",
+                     (long long)d->window_left, (long long)d->window_right);
+    p->wl = d->window_left;
+    p->wr = d->window_right;
+  }
+  if (!(d->softcap >= 0.0f) || isinf(d->softcap))
+    return sa_fail(SA_ERR_BAD_ARGUMENT,
+                   "softcap must be 0 (off) or finite and positive");
+  p->softcap = d->softcap;
+  p->slopes = d->alibi_slopes;
+  p->sinks = d->sinks;
+  for (size_t h = 0; h < p->heads_q; h++) {
+    if (p->slopes && !isfinite(p->slopes[h]))
+      return sa_fail(SA_ERR_BAD_ARGUMENT, "alibi_slopes[%zu] is not finite", h);
+    if (p->sinks && (isnan(p->sinks[h]) || p->sinks[h] == INFINITY))
+      return sa_fail(SA_ERR_BAD_ARGUMENT,
+                     "sinks[%zu] is NaN or +inf (-inf: no sink)", h);
+  }
+  p->len_valid = d->len_kv_valid;
+  for (size_t b = 0; p->len_valid && b < p->batch; b++)
+    if (p->len_valid[b] < 0 || (uint64_t)p->len_valid[b] > p->len_kv)
+      return sa_fail(SA_ERR_BAD_SHAPE,
+                     "len_kv_valid[%zu] = %lld is outside [0, len_kv = %zu]", b,
+                     (long long)p->len_valid[b], p->len_kv);
+  p->lse = d->lse;
+  if (p->lse) {
+    p->lse_at = d->lse_at;
+    if ((st = resolve("lse", &p->lse_at, p->heads_q, p->len_q, 1)) ||
+        (st = extent("lse", &p->lse_at, p->batch, p->heads_q, p->len_q, 1,
+                     &p->end_extra[2])) ||
+        (st = no_alias("lse", &p->lse_at, p->batch, p->heads_q, p->len_q, 1)))
+      return st;
+  }
+  p->scan = p->mask_add || p->mask_bool;
+  p->mods = p->scan || p->softcap > 0.0f || p->slopes;
+  p->online = p->sinks || p->lse;
+  return SA_OK;
+}
 
 sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
                        size_t block_kv, sa_plan *p) {
@@ -135,7 +233,8 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
                    &p->end[2])) ||
       (st = extent("o", &p->o, p->batch, p->heads_q, p->len_q, p->dim_v,
                    &p->end[3])) ||
-      (st = no_alias(&p->o, p->batch, p->heads_q, p->len_q, p->dim_v)))
+      (st = no_alias("o", &p->o, p->batch, p->heads_q, p->len_q, p->dim_v)) ||
+      (st = plan_extras(d, p)))
     return st;
 
   p->block_q = block_q < p->len_q ? block_q : p->len_q;
@@ -143,21 +242,29 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
     p->block_q = block_q < p->group ? block_q : p->group;
   p->block_kv = block_kv < p->len_kv ? block_kv : p->len_kv;
 
-  /* Fused: the scores tile, mx, l and alpha, then room for the tile's Q
-   * rows, used only when O is Q (sa_plan_memory). Three-pass: a whole row
-   * block of scores, mx/l/alpha unused but kept for one layout. */
+  /* Fused: the scores tile, five floats per row (mx, l, alpha, slope,
+   * distance), room for the tile's Q rows (used only when O is Q,
+   * sa_plan_memory), and for a block of strided mask rows gathered
+   * contiguous. Three-pass: a whole row block of scores, the rest alike. */
   int fused = p->algorithm == SA_ALGO_FUSED;
   size_t cols = fused ? p->block_kv : p->len_kv;
   p->lds = round_up16(cols);
-  size_t tile, extra, qrows = 0;
-  if (mul_ov(p->block_q, p->lds, &tile) || mul_ov(p->block_q, 3, &extra) ||
-      (fused && mul_ov(p->block_q, p->dim_qk, &qrows)) ||
-      add_ov(tile, extra, &p->qcopy) ||
-      add_ov(p->qcopy, qrows, &p->scratch_floats) ||
+  size_t tile, extra, qrows = 0, gadd = 0, gbool = 0;
+  int ov = mul_ov(p->block_q, p->lds, &tile) || mul_ov(p->block_q, 5, &extra) ||
+           (fused && mul_ov(p->block_q, p->dim_qk, &qrows)) ||
+           add_ov(tile, extra, &p->qcopy) ||
+           add_ov(p->qcopy, qrows, &p->gather);
+  if (!ov && p->mask_add && p->add_at.key != 1)
+    gadd = tile;
+  if (!ov && p->mask_bool && p->bool_at.key != 1)
+    gbool = (tile + 3) / 4;
+  if (ov || add_ov(p->gather, gadd, &p->scratch_floats) ||
+      add_ov(p->scratch_floats, gbool, &p->scratch_floats) ||
       p->scratch_floats > (size_t)PTRDIFF_MAX / sizeof(float) / 2)
     return sa_fail(SA_ERR_OVERFLOW, "workspace of %zu x %zu floats overflows",
                    p->block_q, p->lds);
-  p->scratch_lens = 2 * p->block_q;
+  p->rowvals = tile;
+  p->scratch_lens = 5 * p->block_q;
   p->in_place = 0;
   return SA_OK;
 }
@@ -189,5 +296,45 @@ sa_status sa_plan_memory(sa_plan *p, const float *q, const float *k,
                    "dim_v == dim_qk (in place) is allowed",
                    names[t]);
   }
+  /* Masks are read while O and LSE are written: neither may overlap them.
+   * Bytes of the boolean mask are counted as a quarter float, rounded up. */
+  const float *masks[] = {p->mask_add,
+                          (const float *)(const void *)p->mask_bool};
+  size_t mask_end[] = {p->end_extra[0], (p->end_extra[1] + 3) / 4};
+  static const char *mask_names[] = {"mask_add", "mask_bool"};
+  for (int t = 0; t < 2; t++)
+    if (masks[t] &&
+        (overlaps(o, p->end[3], masks[t], mask_end[t]) ||
+         (p->lse && overlaps(p->lse, p->end_extra[2], masks[t], mask_end[t]))))
+      return sa_fail(SA_ERR_BAD_STRIDE, "o or lse overlaps %s", mask_names[t]);
+  const float *all[] = {q, k, v, o};
+  static const char *all_names[] = {"q", "k", "v", "o"};
+  for (int t = 0; p->lse && t < 4; t++)
+    if (overlaps(p->lse, p->end_extra[2], all[t], p->end[t]))
+      return sa_fail(SA_ERR_BAD_STRIDE, "lse overlaps %s", all_names[t]);
   return SA_OK;
+}
+
+int64_t sa_row_diagonal(const sa_plan *p, size_t b, size_t i) {
+  if (p->mask != SA_MASK_CAUSAL_BOTTOM_RIGHT)
+    return (int64_t)i;
+  int64_t len = p->len_valid ? p->len_valid[b] : (int64_t)p->len_kv;
+  return (int64_t)i + len - (int64_t)p->len_q;
+}
+
+void sa_row_keys(const sa_plan *p, size_t b, size_t i, size_t *lo, size_t *hi) {
+  /* all in int64: sizes are at most 2^31, so nothing here overflows */
+  int64_t h = (int64_t)p->keys, l = 0, c = sa_row_diagonal(p, b, i);
+  if (p->len_valid && p->len_valid[b] < h)
+    h = p->len_valid[b];
+  if (p->mask != SA_MASK_NONE && c + 1 < h)
+    h = c + 1;
+  if (p->wr >= 0 && c + p->wr + 1 < h)
+    h = c + p->wr + 1;
+  if (p->wl >= 0 && c - p->wl > l)
+    l = c - p->wl;
+  if (h <= l)
+    h = l = 0;
+  *lo = (size_t)l;
+  *hi = (size_t)h;
 }

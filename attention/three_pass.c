@@ -2,7 +2,11 @@
  * Three-pass tile: the whole score row block at once, then softmax, then the
  * weighted sum. Simple and exact to the kernels' contract; it needs
  * block_q x len_kv floats of scratch, which is why fused is the default.
- * Only the columns some row of the tile can see are computed.
+ * Only the keys some row of the tile may see are computed.
+ *
+ * With sinks or an LSE output the softmax runs as one online step instead
+ * (the sink is its starting state, and its max and sum give the LSE): the
+ * weighted sum of exp(s - max) is then divided by the sum, as fused does.
  */
 #include <string.h>
 
@@ -10,21 +14,33 @@
 
 void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
                         const sa_tile_io *t, sa_scratch *ws) {
-  size_t *len = ws->len, nv = 0;
-  for (size_t r = 0; r < t->m; r++) {
-    len[r] = sa_visible_keys(p, t->pos + r * t->step);
-    nv = len[r] > nv ? len[r] : nv;
-  }
-  if (nv > 0) {
+  sa_rows r;
+  sa_rows_start(p, t, ws, &r);
+  size_t nv = r.jhi - r.jlo;
+  int partial = 0, left = 0, any = 0;
+  if (nv > 0)
+    any = sa_rows_block(p, t, &r, r.jlo, nv, &partial, &left);
+  if (any) {
     float *s = ws->buf;
-    ks->score(t->m, nv, p->dim_qk, t->q, t->ldq, t->k, p->k.seq, p->scale, s,
-              p->lds);
-    ks->softmax(t->m, nv, s, p->lds, p->mask == SA_MASK_NONE ? NULL : len);
-    ks->wsum(t->m, nv, p->dim_v, s, p->lds, t->v, p->v.seq, NULL, t->o, t->ldo);
+    ks->score(t->m, nv, p->dim_qk, t->q, t->ldq, t->k + r.jlo * p->k.seq,
+              p->k.seq, p->scale, s, p->lds);
+    sa_rows_mods(ks, p, t, ws, &r, r.jlo, nv, left);
+    const size_t *len = partial ? r.hib : NULL;
+    if (p->online)
+      ks->softmax_online(t->m, nv, s, p->lds, len, r.mx, r.l, r.alpha);
+    else
+      ks->softmax(t->m, nv, s, p->lds, len);
+    ks->wsum(t->m, nv, p->dim_v, s, p->lds, t->v + r.jlo * p->v.seq, p->v.seq,
+             NULL, t->o, t->ldo);
   }
-  /* A row that sees no key gets zeros: none were written when no row of the
-   * tile sees one, and 0 * v (NaN where v is not finite) when others do. */
-  for (size_t r = 0; r < t->m; r++)
-    if (len[r] == 0)
-      memset(t->o + r * t->ldo, 0, p->dim_v * sizeof(float));
+  if (p->online) {
+    sa_rows_finish(p, t, &r);
+    return;
+  }
+  /* A row that keeps no key gets zeros: none were written when no row of
+   * the tile keeps one, and 0 * v (NaN where v is not finite) when others
+   * do. */
+  for (size_t i = 0; i < t->m; i++)
+    if (!r.seen[i])
+      memset(t->o + i * t->ldo, 0, p->dim_v * sizeof(float));
 }

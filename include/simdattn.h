@@ -5,7 +5,7 @@
  * of kernel sets (usable directly by an outside engine), CPU feature queries,
  * the context (chosen kernel set, worker threads) and the attention call.
  *
- * All tensors are fp32. Sizes and strides are counted in elements (floats),
+ * All tensors are fp32. Sizes and strides are counted in elements,
  * never bytes. Every call returns a status; on any status other than SA_OK
  * nothing has been written to the caller's output.
  *
@@ -38,14 +38,14 @@ extern "C" {
 
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
-#define SA_VERSION_MINOR 2
+#define SA_VERSION_MINOR 3
 #define SA_VERSION_PATCH 0
-#define SA_VERSION_STRING "0.2.0"
+#define SA_VERSION_STRING "0.3.0"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.2.0". Compare with SA_VERSION to see which header a caller was built
+ * "0.3.0". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);
@@ -133,6 +133,14 @@ SA_API const char *sa_cpu_feature_names(uint64_t features, char *buf,
  *          scores is NaN: a NaN seen before any finite score is never lost.
  * wsum:   o[i][c] = beta[i] * o[i][c] + sum_j p[i][j] * v[j][c],  c < dv;
  *          beta NULL means overwrite (o is never read then).
+ * score_mod: in place on a tile of scaled scores, before either softmax;
+ *          each step is optional (see sa_score_mods) and they run in this
+ *          order: softcap s = cap * tanh(s / cap); ALiBi
+ *          s += slope[i] * (dist[i] + j); additive mask s += add[i][j]
+ *          (an add of -INFINITY makes s -INFINITY even where s is NaN:
+ *          a masked key never poisons its row); boolean mask s = -INFINITY
+ *          where keep[i][j] == 0; s = -INFINITY for j < lo[i]. Columns at
+ *          or past n are not touched.
  *
  * Kernels allocate nothing on the heap and keep no state between calls, so
  * any number of threads may call one set at once. They do use the calling
@@ -153,6 +161,23 @@ typedef void (*sa_softmax_online_fn)(size_t m, size_t n, float *s, size_t lds,
 typedef void (*sa_wsum_fn)(size_t m, size_t n, size_t dv, const float *p,
                            size_t ldp, const float *v, size_t ldv,
                            const float *beta, float *o, size_t ldo);
+
+/* What score_mod applies to one tile; a NULL pointer (or softcap 0) skips
+ * that step. Row i of a per-row array belongs to row i of the tile; mask
+ * rows are contiguous along keys, ld_* floats or bytes apart. */
+typedef struct sa_score_mods {
+  float softcap;      /* > 0: s = softcap * tanh(s / softcap) first */
+  const float *slope; /* ALiBi slope per row */
+  const float *dist;  /* per row: key minus query position of column 0 */
+  const float *add;   /* additive mask, row i at add + i * ld_add */
+  size_t ld_add;
+  const uint8_t *keep; /* boolean mask, nonzero = attend */
+  size_t ld_keep;
+  const size_t *lo; /* per row: columns before lo[i] are masked */
+} sa_score_mods;
+
+typedef void (*sa_score_mod_fn)(size_t m, size_t n, float *s, size_t lds,
+                                const sa_score_mods *mods);
 
 /*
  * A kernel set: a named table of the four micro-kernels plus what the CPU must
@@ -175,6 +200,8 @@ typedef struct sa_kernel_set {
   sa_softmax_fn softmax;
   sa_softmax_online_fn softmax_online;
   sa_wsum_fn wsum;
+  /* --- 0.3 */
+  sa_score_mod_fn score_mod; /* tanh from the set's SLEEF (1 ULP) or libm */
 } sa_kernel_set;
 
 /* Every kernel set compiled into this library, runnable here or not. */
@@ -302,6 +329,24 @@ typedef struct sa_strides {
   size_t batch, head, seq;
 } sa_strides;
 
+/*
+ * Where a mask tensor's element (batch b, query head h, query row i, key j)
+ * lives: at b * batch + h * head + i * row + j * key elements from its base.
+ * All four strides zero means packed [batch, heads_q, len_q, keys]; otherwise
+ * they are used as given, and a stride of 0 broadcasts that dimension (a
+ * PyTorch [len_q, len_kv] mask is {0, 0, len_kv, 1}, a padding mask
+ * [batch, 1, 1, len_kv] is {len_kv, 0, 0, 1}). Masks are indexed by query
+ * head, as in ONNX and PyTorch.
+ *
+ * keys: the mask's extent along keys, at most len_kv; 0 means len_kv. Keys at
+ * or past it are masked (ONNX pads a shorter attn_mask with -inf / false).
+ * A key stride other than 1 works but is read element by element.
+ */
+typedef struct sa_mask_layout {
+  size_t batch, head, row, key;
+  size_t keys;
+} sa_mask_layout;
+
 typedef struct sa_attention_desc {
   size_t struct_size; /* set by sa_attention_desc_init */
   size_t batch;
@@ -318,7 +363,65 @@ typedef struct sa_attention_desc {
   sa_mask mask;
   sa_algorithm algorithm;
   sa_strides q, k, v, o;
-  /* Fields added after 0.2 are appended here. */
+  /* --- 0.3: what models put around the softmax. Every field's zero is
+   * "off"; features combine freely. Per query row, the order is the ONNX
+   * Attention (opset 23/24) reference's: s = scale * q.k; softcap; then ALiBi
+   * and the masks are added; softmax; times V.
+   *
+   * Which keys a row can see: the causal kind (mask), the window, the
+   * per-batch valid length and each mask's extent decide a range of keys
+   * per row, and nothing outside it is computed; the boolean mask and the
+   * additive mask's -inf entries remove keys inside it. A row left with no
+   * key gets zeros (ONNX / PyTorch 2.5 "safe softmax"); a row that keeps
+   * keys whose scores are all -inf is NaN, as in 0.2.
+   *
+   * Alignment: the diagonal a row i sits on is key c = i under
+   * SA_MASK_NONE and SA_MASK_CAUSAL_TOP_LEFT, and c = i + L - len_q under
+   * SA_MASK_CAUSAL_BOTTOM_RIGHT, where L is the batch item's valid key
+   * length (len_kv_valid, else len_kv). Window and ALiBi are relative to c. */
+
+  /* Additive float mask, added to the capped scores; -inf removes a key. */
+  const float *mask_add;
+  sa_mask_layout mask_add_layout;
+  /* Boolean mask, one byte per element: nonzero = attend (ONNX, PyTorch).
+   * Key blocks it removes for a whole tile are skipped. */
+  const uint8_t *mask_bool;
+  sa_mask_layout mask_bool_layout;
+  /* Sliding window, used when window is non-zero: row i sees keys
+   * c - window_left <= j <= c + window_right; -1 is unbounded on that side,
+   * below -1 is SA_ERR_BAD_ARGUMENT. Keys outside the window are never
+   * computed: cost O(len_q * window). With a causal mask, j <= c still
+   * holds. */
+  int window;
+  int64_t window_left, window_right;
+  /* Logit soft-capping (Gemma 2): s = softcap * tanh(s / softcap), applied
+   * to the scaled scores before ALiBi and the masks (as the ONNX reference
+   * does; masked keys stay masked). 0 is off; negative, NaN or Inf is
+   * SA_ERR_BAD_ARGUMENT. tanh is SLEEF's (1 ULP) in every SIMD set. */
+  float softcap;
+  /* ALiBi: heads_q slopes; query head h adds slopes[h] * (j - c) to its
+   * scores. sa_alibi_slopes() writes the standard geometric ones. Distances
+   * are exact up to 2^24 keys. Non-finite slopes are SA_ERR_BAD_ARGUMENT. */
+  const float *alibi_slopes;
+  /* Attention sinks (gpt-oss): heads_q logits; query head h's softmax is
+   * normalised over its keys and one extra logit sinks[h] that has no value
+   * row. -inf is no sink for that head; NaN or +inf is
+   * SA_ERR_BAD_ARGUMENT. */
+  const float *sinks;
+  /* Valid key length per batch item (ONNX nonpad_kv_seqlen): batch values
+   * in [0, len_kv]; keys at or past it are masked, and bottom-right causal
+   * alignment uses it in place of len_kv. */
+  const int64_t *len_kv_valid;
+  /* Log-sum-exp out: per query row, log(sum_j exp(s_j)) (natural log) over
+   * the scores it sees, after scale, softcap, ALiBi and masks, with exp(sink)
+   * added when a sink is given; -inf for a row that sees no key and has no
+   * sink; NaN where O is NaN. [batch, heads_q, len_q] with strides lse_at
+   * (all zero: packed; seq is the stride between query rows). Written with
+   * O; it must not overlap O, Q, K, V or a mask (SA_ERR_BAD_STRIDE). With
+   * sa_attention_merge, attention over a key range split anywhere into
+   * parts gives the unsplit result (give the sinks to one part only). */
+  float *lse;
+  sa_strides lse_at;
 } sa_attention_desc;
 
 /* The smallest struct_size accepted (0.2's fields). */
@@ -358,6 +461,46 @@ static inline void sa_attention_desc_init(sa_attention_desc *desc) {
 SA_API sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
                               const float *q, const float *k, const float *v,
                               float *o);
+
+/*
+ * Combines partial attention results over disjoint key ranges of the same
+ * query rows into the result over their union, by their log-sum-exps:
+ * with M = max_k lse_k, w_k = exp(lse_k - M),
+ *   o = sum_k w_k o_k / sum_k w_k,   lse = M + log(sum_k w_k).
+ * A row whose every lse_k is -inf gets o = 0 and lse = -inf; a NaN in any
+ * lse_k makes the row NaN. o and lse may each be exactly one of the parts
+ * (merge in place); any other overlap with a part is SA_ERR_BAD_STRIDE.
+ */
+typedef struct sa_merge_desc {
+  size_t struct_size; /* set by sa_merge_desc_init */
+  size_t batch, heads, len_q, dim_v;
+  size_t parts; /* at least 1 */
+  /* Strides of every part and of the result (all zero: packed): o as in
+   * sa_attention_desc, lse as its lse_at. */
+  sa_strides o, lse;
+} sa_merge_desc;
+
+#define SA_MERGE_DESC_MIN_SIZE                                                 \
+  (offsetof(sa_merge_desc, lse) + sizeof(sa_strides))
+
+static inline void sa_merge_desc_init(sa_merge_desc *desc) {
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+}
+
+/* o_parts and lse_parts hold desc->parts pointers each; lse may be NULL
+ * when only the combined output is wanted. */
+SA_API sa_status sa_attention_merge(const sa_merge_desc *desc,
+                                    const float *const *o_parts,
+                                    const float *const *lse_parts, float *o,
+                                    float *lse);
+
+/*
+ * The standard ALiBi slopes for `heads` heads (Press et al.): 2^(-8 (h+1) / n)
+ * for n a power of two; otherwise those of the power of two below, then every
+ * other slope of twice that. Writes heads floats.
+ */
+SA_API sa_status sa_alibi_slopes(size_t heads, float *slopes);
 
 /*
  * Bytes of scratch this call needs on ctx (all its workers, alignment and

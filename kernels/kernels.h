@@ -24,12 +24,15 @@
 #define SA_DECLARE_WSUM(fn)                                                    \
   void fn(size_t m, size_t n, size_t dv, const float *p, size_t ldp,           \
           const float *v, size_t ldv, const float *beta, float *o, size_t ldo)
+#define SA_DECLARE_SCORE_MOD(fn)                                               \
+  void fn(size_t m, size_t n, float *s, size_t lds, const sa_score_mods *mods)
 
 /* scalar: plain C, libm expf, the oracle. */
 SA_DECLARE_SCORE(sa_score__scalar);
 SA_DECLARE_SOFTMAX(sa_softmax__scalar);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__scalar);
 SA_DECLARE_WSUM(sa_wsum__scalar);
+SA_DECLARE_SCORE_MOD(sa_score_mod__scalar);
 
 /* avx2: AVX2 + FMA, 8 lanes. */
 SA_DECLARE_SCORE(sa_score__avx2);
@@ -38,6 +41,7 @@ SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__avx2_sleef);
 SA_DECLARE_SOFTMAX(sa_softmax__avx2_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__avx2_poly);
 SA_DECLARE_WSUM(sa_wsum__avx2);
+SA_DECLARE_SCORE_MOD(sa_score_mod__avx2);
 
 /* avx512: AVX-512 F/BW/DQ/VL, 16 lanes, masked tails. */
 SA_DECLARE_SCORE(sa_score__avx512);
@@ -46,6 +50,7 @@ SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__avx512_sleef);
 SA_DECLARE_SOFTMAX(sa_softmax__avx512_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__avx512_poly);
 SA_DECLARE_WSUM(sa_wsum__avx512);
+SA_DECLARE_SCORE_MOD(sa_score_mod__avx512);
 
 /* neon: AArch64 Advanced SIMD, 4 lanes. */
 SA_DECLARE_SCORE(sa_score__neon);
@@ -54,5 +59,6 @@ SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__neon_sleef);
 SA_DECLARE_SOFTMAX(sa_softmax__neon_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__neon_poly);
 SA_DECLARE_WSUM(sa_wsum__neon);
+SA_DECLARE_SCORE_MOD(sa_score_mod__neon);
 
 #endif /* SA_KERNELS_H */

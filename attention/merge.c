@@ -1,0 +1,142 @@
+/*
+ * sa_attention_merge: partial results over disjoint key ranges, combined by
+ * their log-sum-exps. Each part's rows are softmax-weighted averages over
+ * its keys, normalised by exp(lse_k); rescaling each by exp(lse_k - max) and
+ * renormalising gives the average over all keys (FlashAttention's split-KV
+ * step, done once per row rather than per key block).
+ *
+ * Per row all weights are computed from the LSEs before any output element
+ * is written, and each output element is written after every part's element
+ * at that address was read: so o (or lse) may be one of the parts.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "errors.h"
+#include "internal.h"
+
+/* Strides of [batch, heads, len_q, dim]; all zero: packed. */
+static sa_status resolve(const char *name, sa_strides *st, size_t heads,
+                         size_t len, size_t dim, size_t batch, size_t *end) {
+  size_t a, b, c, e;
+  if (!st->batch && !st->head && !st->seq) {
+    st->seq = dim;
+    if (__builtin_mul_overflow(len, dim, &st->head) ||
+        __builtin_mul_overflow(heads, st->head, &st->batch))
+      return sa_fail(SA_ERR_OVERFLOW, "merge %s: packed size overflows", name);
+  }
+  if (__builtin_mul_overflow(batch - 1, st->batch, &a) ||
+      __builtin_mul_overflow(heads - 1, st->head, &b) ||
+      __builtin_mul_overflow(len - 1, st->seq, &c) ||
+      __builtin_add_overflow(a, b, &e) || __builtin_add_overflow(e, c, &e) ||
+      __builtin_add_overflow(e, dim, &e) ||
+      e > (size_t)PTRDIFF_MAX / sizeof(float))
+    return sa_fail(SA_ERR_OVERFLOW,
+                   "merge %s: strides span more than the address space", name);
+  *end = e;
+  return SA_OK;
+}
+
+static int overlaps(const float *a, size_t a_end, const float *b,
+                    size_t b_end) {
+  uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+  return a0 < b0 + b_end * sizeof(float) && b0 < a0 + a_end * sizeof(float);
+}
+
+/* out may be exactly one part, or overlap none. */
+static sa_status check_out(const char *name, const float *out, size_t end,
+                           const float *const *parts, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    if (parts[k] != out && overlaps(out, end, parts[k], end))
+      return sa_fail(SA_ERR_BAD_STRIDE,
+                     "merge: %s overlaps part %zu without being it", name, k);
+  return SA_OK;
+}
+
+sa_status sa_attention_merge(const sa_merge_desc *desc,
+                             const float *const *o_parts,
+                             const float *const *lse_parts, float *o,
+                             float *lse) {
+  if (!desc || !o_parts || !lse_parts || !o)
+    return sa_fail(SA_ERR_NULL_POINTER,
+                   "sa_attention_merge: desc, o_parts, lse_parts and o must "
+                   "not be NULL");
+  sa_merge_desc d;
+  sa_status st = sa_struct_load("sa_merge_desc", desc, SA_MERGE_DESC_MIN_SIZE,
+                                sizeof d, &d);
+  if (st)
+    return st;
+  const size_t dims[] = {d.batch, d.heads, d.len_q, d.dim_v, d.parts};
+  const char *names[] = {"batch", "heads", "len_q", "dim_v", "parts"};
+  for (int i = 0; i < 5; i++)
+    if (dims[i] == 0 || dims[i] > SA_MAX_DIM)
+      return sa_fail(SA_ERR_BAD_SHAPE, "merge: %s = %zu is outside [1, 2^31]",
+                     names[i], dims[i]);
+  for (size_t k = 0; k < d.parts; k++)
+    if (!o_parts[k] || !lse_parts[k])
+      return sa_fail(SA_ERR_NULL_POINTER, "merge: part %zu is NULL", k);
+  size_t oend, lend;
+  if ((st = resolve("o", &d.o, d.heads, d.len_q, d.dim_v, d.batch, &oend)) ||
+      (st = resolve("lse", &d.lse, d.heads, d.len_q, 1, d.batch, &lend)) ||
+      (st = check_out("o", o, oend, o_parts, d.parts)) ||
+      (lse && (st = check_out("lse", lse, lend, lse_parts, d.parts))))
+    return st;
+  if (lse && overlaps(o, oend, lse, lend))
+    return sa_fail(SA_ERR_BAD_STRIDE, "merge: o and lse overlap");
+  for (size_t k = 0; k < d.parts; k++)
+    if ((o && overlaps(o, oend, lse_parts[k], lend)) ||
+        (lse && overlaps(lse, lend, o_parts[k], oend)))
+      return sa_fail(SA_ERR_BAD_STRIDE,
+                     "merge: an output overlaps another kind of part %zu", k);
+
+  float wbuf[64];
+  float *w = d.parts <= 64 ? wbuf : malloc(d.parts * sizeof(float));
+  if (!w)
+    return sa_fail(SA_ERR_NO_MEMORY, "merge: %zu weights", d.parts);
+  for (size_t b = 0; b < d.batch; b++)
+    for (size_t h = 0; h < d.heads; h++)
+      for (size_t i = 0; i < d.len_q; i++) {
+        size_t ro = b * d.o.batch + h * d.o.head + i * d.o.seq;
+        size_t rl = b * d.lse.batch + h * d.lse.head + i * d.lse.seq;
+        float mx = -INFINITY;
+        int nan = 0;
+        for (size_t k = 0; k < d.parts; k++) {
+          float x = lse_parts[k][rl];
+          nan |= x != x;
+          mx = x > mx ? x : mx;
+        }
+        float sum = 0.0f, out_lse;
+        if (nan || mx == INFINITY) {
+          out_lse = NAN;
+        } else if (mx == -INFINITY) {
+          out_lse = -INFINITY;
+        } else {
+          for (size_t k = 0; k < d.parts; k++) {
+            w[k] = expf(lse_parts[k][rl] - mx);
+            sum += w[k];
+          }
+          out_lse = mx + logf(sum);
+          for (size_t k = 0; k < d.parts; k++)
+            w[k] /= sum;
+        }
+        for (size_t c = 0; c < d.dim_v; c++) {
+          float acc = 0.0f;
+          if (out_lse != out_lse) {
+            acc = NAN;
+          } else if (out_lse != -INFINITY) {
+            /* a part of weight 0 contributes nothing, not 0 * its NaN */
+            for (size_t k = 0; k < d.parts; k++)
+              if (w[k] != 0.0f)
+                acc += w[k] * o_parts[k][ro + c];
+          }
+          o[ro + c] = acc;
+        }
+        if (lse)
+          lse[rl] = out_lse;
+      }
+  if (w != wbuf)
+    free(w);
+  sa_clear_error();
+  return SA_OK;
+}
