@@ -5,13 +5,15 @@
  * attn/gemm/openblas/<shape>, the baseline a user would write.
  *
  * Counters (per call; rates over the measured time, see sa_bench_timing):
- *   flops        4 * d * (visible (query, key) pairs) * heads_q * batch, with
+ *   flops        4 * d * (visible (query, key) pairs) * heads_q, summed over
+ *                the batch, with
  *                d = dim_qk = dim_v: 2*d for a score, 2*d for its share of
  *                P.V. Without a mask every pair is visible (4*Lq*Lk*d per
  *                head); under a causal mask only the pairs the mask lets
  *                through count (L*(L+1)/2 for Lq = Lk), so a kernel that skips
  *                masked blocks is not credited for work it does not do, and
  *                one that computes them all (the OpenBLAS row) is not either.
+ *                The same holds for a window and for padded keys.
  *                exp and the normalisation are not counted.
  *   GFLOPS       flops / time;  pct_peak: % of the peak probe of the set's
  *                ISA (OpenBLAS: of the best probe), times --sa_threads
@@ -33,12 +35,17 @@
 
 #include "bench.h"
 
-enum { PREFILL, CAUSAL, DECODE, CROSS };
+/* PADDED: a batch whose items have 4/4, 3/4, ... of len_kv valid keys,
+ * given as an additive [batch, 1, 1, len_kv] mask of 0 and -inf (how HF
+ * models pass padding); WINDOW: causal with a left window of `window` keys;
+ * SOFTCAP: prefill with softcap 50. */
+enum { PREFILL, CAUSAL, DECODE, CROSS, PADDED, WINDOW, SOFTCAP };
 
 typedef struct shape {
   char name[64];
   int kind;
   size_t batch, hq, hkv, lq, lkv, d;
+  size_t window;
 } shape;
 
 #define MAX_SHAPES 16
@@ -49,7 +56,7 @@ static float *refs[MAX_SHAPES]; /* the oracle's output, once per shape */
 static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
                       size_t d) {
   shape *s = &shapes[n_shapes++];
-  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d};
+  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0};
   switch (kind) {
   case PREFILL:
     snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu", lq, d, hq);
@@ -61,13 +68,31 @@ static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
     snprintf(s->name, sizeof s->name, "decode_Lk%zu_d%zu_h%zukv%zu", lkv, d, hq,
              hkv);
     break;
+  case PADDED:
+    s->batch = 4;
+    snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu_b4_padded", lq, d, hq);
+    break;
+  case WINDOW:
+    s->window = lq / 8 < 1024 ? lq / 8 : 1024;
+    snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu_window%zu", lq, d, hq,
+             s->window);
+    break;
+  case SOFTCAP:
+    snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu_softcap", lq, d, hq);
+    break;
   default:
     snprintf(s->name, sizeof s->name, "cross_Lq%zu_Lk%zu_d%zu_h%zu", lq, lkv, d,
              hq);
   }
 }
 
-static sa_attention_desc desc_of(const shape *s, sa_algorithm algo) {
+/* Valid keys of batch item b of a PADDED shape. */
+static size_t padded_len(const shape *s, size_t b) {
+  return s->lkv * (s->batch - b) / s->batch;
+}
+
+static sa_attention_desc desc_of(const shape *s, sa_algorithm algo,
+                                 const float *pad) {
   sa_attention_desc d;
   sa_attention_desc_init(&d);
   d.batch = s->batch;
@@ -78,35 +103,53 @@ static sa_attention_desc desc_of(const shape *s, sa_algorithm algo) {
   d.dim_qk = s->d;
   d.dim_v = s->d;
   d.scale = 0.0f; /* 1/sqrt(d) */
-  d.mask = s->kind == CAUSAL ? SA_MASK_CAUSAL_TOP_LEFT : SA_MASK_NONE;
+  d.mask = s->kind == CAUSAL || s->kind == WINDOW ? SA_MASK_CAUSAL_TOP_LEFT
+                                                  : SA_MASK_NONE;
   d.algorithm = algo;
+  if (s->kind == PADDED) {
+    d.mask_add = pad;
+    d.mask_add_layout = (sa_mask_layout){s->lkv, 0, 0, 1, 0};
+  }
+  if (s->kind == WINDOW) {
+    d.window = 1;
+    d.window_left = (int64_t)s->window;
+    d.window_right = -1;
+  }
+  if (s->kind == SOFTCAP)
+    d.softcap = 50.0f;
   return d;
 }
 
-/* (query, key) pairs the mask lets through, for one head. */
+/* (query, key) pairs the masks let through, for one head, whole batch. */
 static double visible_pairs(const shape *s) {
-  if (s->kind != CAUSAL)
-    return (double)s->lq * (double)s->lkv;
   double n = 0;
-  for (size_t i = 0; i < s->lq; i++)
-    n += (double)(i + 1 < s->lkv ? i + 1 : s->lkv);
+  for (size_t b = 0; b < s->batch; b++)
+    for (size_t i = 0; i < s->lq; i++) {
+      size_t see = s->lkv;
+      if (s->kind == CAUSAL || s->kind == WINDOW)
+        see = i + 1 < s->lkv ? i + 1 : s->lkv;
+      if (s->kind == WINDOW && see > s->window + 1)
+        see = s->window + 1;
+      if (s->kind == PADDED)
+        see = padded_len(s, b);
+      n += (double)see;
+    }
   return n;
 }
 
 static double flops_of(const shape *s) {
-  return 2.0 * (double)(s->d + s->d) * visible_pairs(s) * (double)s->hq *
-         (double)s->batch;
+  return 2.0 * (double)(s->d + s->d) * visible_pairs(s) * (double)s->hq;
 }
 
 /* ---------------------------------------------------------------- data */
 
 typedef struct shape_data {
   int idx;
-  float *q, *k, *v, *o, *s;
+  float *q, *k, *v, *o, *s, *pad;
   size_t q_elems, kv_elems, o_elems, copies;
 } shape_data;
 
-static shape_data cur = {-1, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0};
+static shape_data cur = {-1, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0};
 
 /* The current shape's inputs; switching shapes frees the previous one's. */
 static shape_data *data_for(int idx) {
@@ -117,8 +160,9 @@ static shape_data *data_for(int idx) {
   sa_bench_free(cur.v);
   sa_bench_free(cur.o);
   sa_bench_free(cur.s);
+  sa_bench_free(cur.pad);
   const shape *s = &shapes[idx];
-  cur = (shape_data){idx, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 1};
+  cur = (shape_data){idx, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 1};
   cur.q_elems = s->batch * s->hq * s->lq * s->d;
   cur.kv_elems = s->batch * s->hkv * s->lkv * s->d;
   cur.o_elems = s->batch * s->hq * s->lq * s->d;
@@ -135,6 +179,12 @@ static shape_data *data_for(int idx) {
   sa_bench_fill(cur.q, cur.q_elems, 11, 1.0f);
   sa_bench_fill(cur.k, cur.kv_elems, 12, 1.0f);
   sa_bench_fill(cur.v, cur.kv_elems, 13, 1.0f);
+  if (s->kind == PADDED) {
+    cur.pad = sa_bench_alloc(s->batch * s->lkv);
+    for (size_t b = 0; b < s->batch; b++)
+      for (size_t j = 0; j < s->lkv; j++)
+        cur.pad[b * s->lkv + j] = j < padded_len(s, b) ? 0.0f : -INFINITY;
+  }
   for (size_t c = 1; c < cur.copies; c++) {
     memcpy(cur.k + c * cur.kv_elems, cur.k, cur.kv_elems * sizeof(float));
     memcpy(cur.v + c * cur.kv_elems, cur.v, cur.kv_elems * sizeof(float));
@@ -167,7 +217,7 @@ static const float *ensure_ref(int idx, shape_data *sd) {
   if (refs[idx])
     return refs[idx];
   sa_context *ctx = context_for(sa_bench_oracle());
-  sa_attention_desc d = desc_of(&shapes[idx], SA_ALGO_THREE_PASS);
+  sa_attention_desc d = desc_of(&shapes[idx], SA_ALGO_THREE_PASS, sd->pad);
   float *r = sa_bench_alloc(sd->o_elems);
   if (!ctx || sa_attention(ctx, &d, sd->q, sd->k, sd->v, r) != SA_OK) {
     sa_bench_free(r);
@@ -201,7 +251,7 @@ static void bm_attention(sa_bench_state *st, void *argp) {
   attn_arg *a = argp;
   const shape *s = &shapes[a->shape];
   shape_data *sd = data_for(a->shape);
-  sa_attention_desc desc = desc_of(s, a->algo);
+  sa_attention_desc desc = desc_of(s, a->algo, sd->pad);
   const sa_kernel_set *oracle = sa_bench_oracle();
   /* The oracle's own three_pass row produces the reference as it runs. */
   int makes_ref =
@@ -283,17 +333,18 @@ static void add(int shape_idx, const sa_kernel_set *ks, sa_algorithm algo) {
   const shape *s = &shapes[shape_idx];
   char name[160];
   if (ks)
-    snprintf(name, sizeof name, "attn/%s/%s/%s",
+    snprintf(name, sizeof name, "attn/%s/%s/%.63s",
              algo == SA_ALGO_FUSED ? "fused" : "three_pass", ks->name, s->name);
   else
-    snprintf(name, sizeof name, "attn/gemm/openblas/%s", s->name);
+    snprintf(name, sizeof name, "attn/gemm/openblas/%.63s", s->name);
   sa_bench *b = sa_bench_register(name, bm_attention, a);
   sa_bench_set_unit(b, SA_BENCH_MS);
   sa_bench_timing(b);
   /* The oracle is slow (plain C, no FMA, ~3 GFLOP/s): where a call takes
    * half a second or more, one call is the measurement, and one repetition.
    * (Google Benchmark then appends /min_time:0.001/repeats:1 to the name.) */
-  if (ks && ks->cpu_features == 0 && flops_of(s) / sa_bench_cfg.threads > 1.5e9) {
+  if (ks && ks->cpu_features == 0 &&
+      flops_of(s) / sa_bench_cfg.threads > 1.5e9) {
     sa_bench_set_repetitions(b, 1);
     sa_bench_set_min_time(b, 1e-3);
   }
@@ -305,6 +356,9 @@ void sa_bench_register_attention(void) {
     add_shape(CAUSAL, 2, 2, 256, 256, 64);
     add_shape(DECODE, 8, 2, 1, 1024, 64);
     add_shape(CROSS, 2, 2, 77, 512, 64);
+    add_shape(PADDED, 2, 2, 256, 256, 64);
+    add_shape(WINDOW, 2, 2, 512, 512, 64);
+    add_shape(SOFTCAP, 2, 2, 256, 256, 64);
   } else {
     /* Prefill with 4 heads: one core's GFLOP/s does not depend on the head
      * count, and 4 keep the scalar rows of the default suite affordable. */
@@ -315,6 +369,12 @@ void sa_bench_register_attention(void) {
     add_shape(CAUSAL, 8, 8, 2048, 2048, 128);
     add_shape(DECODE, 32, 8, 1, 4096, 128);
     add_shape(CROSS, 8, 8, 77, 4096, 64);
+    /* What models put around the softmax; the two window rows show the
+     * cost follows the window, not the square of the length. */
+    add_shape(PADDED, 4, 4, 1024, 1024, 128);
+    add_shape(WINDOW, 2, 2, 4096, 4096, 128);
+    add_shape(WINDOW, 2, 2, 8192, 8192, 128);
+    add_shape(SOFTCAP, 4, 4, 2048, 2048, 128);
   }
 
   const sa_kernel_set *oracle = sa_bench_oracle();
@@ -331,7 +391,9 @@ void sa_bench_register_attention(void) {
         add((int)si, ks, algos[a]);
     }
 #ifdef SA_BENCH_HAVE_OPENBLAS
-    add((int)si, NULL, SA_ALGO_THREE_PASS);
+    /* the baseline knows no masks beyond causal, window or softcap */
+    if (shapes[si].kind <= CROSS)
+      add((int)si, NULL, SA_ALGO_THREE_PASS);
 #endif
   }
 }

@@ -14,6 +14,14 @@
 
 static float q[OUT_FLOATS], k[OUT_FLOATS], v[OUT_FLOATS];
 
+/* What the 0.3 fields point at: valid unless an edit spoils them. */
+static float mask_f[2 * 2 * L * L],
+    slopes_bad[2] = {0.5f, NAN}, slopes_inf[2] = {INFINITY, 0.5f},
+    sinks_nan[2] = {0.0f, NAN}, sinks_inf[2] = {INFINITY, 0.0f};
+static uint8_t mask_b[2 * 2 * L * L];
+static int64_t lens_long[2] = {L, L + 1}, lens_neg[2] = {-1, L};
+static float lse_buf[2 * 2 * L], lse_before[2 * 2 * L];
+
 static sa_attention_desc good(void) {
   sa_attention_desc d;
   sa_attention_desc_init(&d);
@@ -75,6 +83,33 @@ EDIT(e_o_on_q_strides, *po = (float *)*pq;
      d->q = (sa_strides){2 * L * D, L *D, D}; d->o = (sa_strides){0, 0, 0};
      d->len_q = L / 2)
 
+EDIT(e_add_keys, d->mask_add = mask_f; d->mask_add_layout.keys = L + 1)
+EDIT(e_bool_keys, d->mask_bool = mask_b; d->mask_bool_layout.keys = L + 1)
+EDIT(e_add_span, d->mask_add = mask_f;
+     d->mask_add_layout = (sa_mask_layout){0, 0, (size_t)PTRDIFF_MAX / 2, 1, 0})
+EDIT(e_bool_wrap, d->mask_bool = mask_b;
+     d->mask_bool_layout = (sa_mask_layout){SIZE_MAX / 2, 0, 0, 1, 0})
+EDIT(e_window_left, d->window = 1; d->window_left = -2)
+EDIT(e_window_right, d->window = 1; d->window_right = INT64_MIN)
+EDIT(e_softcap_nan, d->softcap = NAN)
+EDIT(e_softcap_inf, d->softcap = INFINITY)
+EDIT(e_softcap_neg, d->softcap = -1.0f)
+EDIT(e_slope_nan, d->alibi_slopes = slopes_bad)
+EDIT(e_slope_inf, d->alibi_slopes = slopes_inf)
+EDIT(e_sink_nan, d->sinks = sinks_nan)
+EDIT(e_sink_inf, d->sinks = sinks_inf)
+EDIT(e_len_long, d->len_kv_valid = lens_long)
+EDIT(e_len_neg, d->len_kv_valid = lens_neg)
+EDIT(e_lse_alias, d->lse = lse_buf; d->lse_at = (sa_strides){L, 0, 1})
+EDIT(e_lse_rows, d->lse = lse_buf; d->lse_at = (sa_strides){2 * L, L, 0})
+EDIT(e_lse_span, d->lse = lse_buf;
+     d->lse_at = (sa_strides){(size_t)PTRDIFF_MAX / 2, L, 1})
+EDIT(e_lse_on_o, d->lse = *po + 5)
+EDIT(e_lse_on_q, d->lse = (float *)*pq + 1)
+EDIT(e_o_on_mask, d->mask_add = *po + 2)
+EDIT(e_lse_on_mask, d->lse = lse_buf;
+     d->mask_bool = (const uint8_t *)(const void *)(lse_buf + 3))
+
 static const bad_case table[] = {
     {"desc NULL", SA_ERR_NULL_POINTER, 0, e_null_desc},
     {"q NULL", SA_ERR_NULL_POINTER, 1, e_null_q},
@@ -110,6 +145,28 @@ static const bad_case table[] = {
     {"o overlaps v", SA_ERR_BAD_STRIDE, 1, e_o_on_v},
     {"o overlaps q one row on", SA_ERR_BAD_STRIDE, 1, e_o_on_q_shifted},
     {"o is q with other strides", SA_ERR_BAD_STRIDE, 1, e_o_on_q_strides},
+    {"mask_add wider than len_kv", SA_ERR_BAD_SHAPE, 0, e_add_keys},
+    {"mask_bool wider than len_kv", SA_ERR_BAD_SHAPE, 0, e_bool_keys},
+    {"mask_add spans more than ptrdiff_t", SA_ERR_OVERFLOW, 0, e_add_span},
+    {"mask_bool strides wrap size_t", SA_ERR_OVERFLOW, 0, e_bool_wrap},
+    {"window_left -2", SA_ERR_BAD_ARGUMENT, 0, e_window_left},
+    {"window_right INT64_MIN", SA_ERR_BAD_ARGUMENT, 0, e_window_right},
+    {"softcap NaN", SA_ERR_BAD_ARGUMENT, 0, e_softcap_nan},
+    {"softcap inf", SA_ERR_BAD_ARGUMENT, 0, e_softcap_inf},
+    {"softcap negative", SA_ERR_BAD_ARGUMENT, 0, e_softcap_neg},
+    {"an ALiBi slope NaN", SA_ERR_BAD_ARGUMENT, 0, e_slope_nan},
+    {"an ALiBi slope inf", SA_ERR_BAD_ARGUMENT, 0, e_slope_inf},
+    {"a sink NaN", SA_ERR_BAD_ARGUMENT, 0, e_sink_nan},
+    {"a sink +inf", SA_ERR_BAD_ARGUMENT, 0, e_sink_inf},
+    {"len_kv_valid above len_kv", SA_ERR_BAD_SHAPE, 0, e_len_long},
+    {"len_kv_valid negative", SA_ERR_BAD_SHAPE, 0, e_len_neg},
+    {"lse heads alias", SA_ERR_BAD_STRIDE, 0, e_lse_alias},
+    {"lse rows alias", SA_ERR_BAD_STRIDE, 0, e_lse_rows},
+    {"lse spans more than ptrdiff_t", SA_ERR_OVERFLOW, 0, e_lse_span},
+    {"lse overlaps o", SA_ERR_BAD_STRIDE, 1, e_lse_on_o},
+    {"lse overlaps q", SA_ERR_BAD_STRIDE, 1, e_lse_on_q},
+    {"o overlaps mask_add", SA_ERR_BAD_STRIDE, 1, e_o_on_mask},
+    {"lse overlaps mask_bool", SA_ERR_BAD_STRIDE, 1, e_lse_on_mask},
 };
 
 static void test_table(const sa_kernel_set *ks) {
@@ -130,15 +187,23 @@ static void test_table(const sa_kernel_set *ks) {
       float *po = o;
       int null_desc = 0;
       memcpy(o, before, sizeof o);
+      memcpy(lse_buf, lse_before, sizeof lse_buf);
       table[t].edit(&d, &pq, &pk, &pv, &po, &null_desc);
+      /* a call that succeeds clears the message: a stale one cannot pass */
+      sa_attention_desc ok = good();
+      size_t ws;
+      CHECK(sa_attention_workspace(ctx, &ok, &ws) == SA_OK &&
+                sa_last_error()[0] == '\0',
+            "a good workspace query leaves no message");
       sa_status st = sa_attention(ctx, null_desc ? NULL : &d, pq, pk, pv, po);
       t_context = table[t].what;
       CHECK(st == table[t].want, "%s: got '%s', want '%s'", ks->name,
             sa_status_str(st), sa_status_str(table[t].want));
       CHECK(memcmp(o, before, sizeof o) == 0, "%s: output was modified",
             ks->name);
+      CHECK(memcmp(lse_buf, lse_before, sizeof lse_buf) == 0,
+            "%s: lse was modified", ks->name);
       CHECK(sa_last_error()[0] != '\0', "no detail message");
-      size_t ws;
       if (!null_desc)
         CHECK(sa_attention_workspace(ctx, &d, &ws) ==
                   (table[t].about_pointers ? SA_OK : table[t].want),
@@ -223,8 +288,89 @@ static void test_nan_rows(void) {
   }
 }
 
+/* sa_attention_merge: each bad input a status, the outputs untouched. */
+static void test_merge_errors(void) {
+  t_context = "merge";
+  enum { ROWS = 2 * 2 * L };
+  static float a[ROWS * D], b[ROWS * D], la[ROWS], lb[ROWS], out[ROWS * D + 8],
+      lout[ROWS], out0[ROWS * D + 8], lout0[ROWS];
+  t_fill(a, ROWS * D, -1, 1);
+  t_fill(b, ROWS * D, -1, 1);
+  t_fill(la, ROWS, -3, 3);
+  t_fill(lb, ROWS, -3, 3);
+  t_fill(out0, ROWS * D + 8, -9, 9);
+  t_fill(lout0, ROWS, -9, 9);
+  const float a1 = a[1];
+  const float *o_parts[2] = {a, b}, *l_parts[2] = {la, lb},
+              *null_part[2] = {a, NULL};
+  struct {
+    const char *what;
+    sa_status want;
+    int field; /* which edit */
+  } cases[] = {
+      {"struct_size 0", SA_ERR_STRUCT_SIZE, 0},
+      {"batch 0", SA_ERR_BAD_SHAPE, 1},
+      {"parts 0", SA_ERR_BAD_SHAPE, 2},
+      {"dim_v > SA_MAX_DIM", SA_ERR_BAD_SHAPE, 3},
+      {"a part NULL", SA_ERR_NULL_POINTER, 4},
+      {"o overlaps a part without being it", SA_ERR_BAD_STRIDE, 5},
+      {"o rows span past ptrdiff_t", SA_ERR_OVERFLOW, 6},
+      {"lse is an o part", SA_ERR_BAD_STRIDE, 7},
+      {"desc NULL", SA_ERR_NULL_POINTER, 8},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    sa_merge_desc d;
+    sa_merge_desc_init(&d);
+    d.batch = 2, d.heads = 2, d.len_q = L, d.dim_v = D, d.parts = 2;
+    const float *const *op = o_parts, *const *lp = l_parts;
+    float *o = out, *lse = lout;
+    memcpy(out, out0, sizeof out);
+    memcpy(lout, lout0, sizeof lout);
+    switch (cases[c].field) {
+    case 0:
+      d.struct_size = 0;
+      break;
+    case 1:
+      d.batch = 0;
+      break;
+    case 2:
+      d.parts = 0;
+      break;
+    case 3:
+      d.dim_v = SA_MAX_DIM + 1;
+      break;
+    case 4:
+      op = null_part;
+      break;
+    case 5:
+      o_parts[1] = out + 3;
+      break;
+    case 6:
+      d.o = (sa_strides){0, 0, (size_t)PTRDIFF_MAX / 4};
+      break;
+    case 7:
+      lse = a + 1;
+      break;
+    default:
+      break;
+    }
+    sa_status st =
+        sa_attention_merge(cases[c].field == 8 ? NULL : &d, op, lp, o, lse);
+    o_parts[1] = b;
+    CHECK(st == cases[c].want, "%s: got '%s', want '%s'", cases[c].what,
+          sa_status_str(st), sa_status_str(cases[c].want));
+    CHECK(memcmp(out, out0, sizeof out) == 0 &&
+              memcmp(lout, lout0, sizeof lout) == 0 && a[1] == a1,
+          "%s: an output was modified", cases[c].what);
+    CHECK(sa_last_error()[0] != '\0', "%s: no detail message", cases[c].what);
+  }
+}
+
 int main(void) {
   t_seed(4);
+  t_fill(lse_before, 2 * 2 * L, -7, 7);
+  for (size_t i = 0; i < sizeof mask_b; i++)
+    mask_b[i] = 1;
   t_fill(q, OUT_FLOATS, -1, 1);
   t_fill(k, OUT_FLOATS, -1, 1);
   t_fill(v, OUT_FLOATS, -1, 1);
@@ -234,5 +380,6 @@ int main(void) {
   test_isa_errors();
   test_strings();
   test_nan_rows();
+  test_merge_errors();
   return t_finish("test_errors");
 }
