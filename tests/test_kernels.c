@@ -242,6 +242,123 @@ static void wsum_case(size_t m, size_t n, size_t dv) {
   }
 }
 
+/* Bytes instead of floats, ending at the slot's guard page like mat_at. */
+static uint8_t *bytes_at(int slot, size_t rows, size_t cols, int wide,
+                         size_t *ld) {
+  *ld = cols + (wide ? t_range(1, 5) : 0);
+  size_t n = (rows - 1) * *ld + cols;
+  uint8_t *end = (uint8_t *)(pool[slot].p + POOL_FLOATS);
+  memset(end - n, 0xa5, n); /* gaps: nonzero, so "keep" if ever read */
+  return end - n;
+}
+
+/*
+ * score_mod, one feature set (SM_* bits) on an m x n tile. Scores hold some
+ * NaN and +-Inf wherever they fall, masked or not: a masked key must come
+ * out -inf even from NaN. Every value is exact except through tanh: SLEEF's
+ * is within 1 ULP and glibc's tanhf within 2.12 (measured over every 37th
+ * float on glibc 2.36; its libm-test-ulps says 2), an absolute 3.2 u for
+ * |tanh| <= 1, so cap * tanh differs by 3.2 u cap plus the rounding of
+ * each product (u cap); the ALiBi FMA and the add then round each side
+ * once more, at most u of the largest intermediate each.
+ */
+enum { SM_CAP = 1, SM_ALIBI = 2, SM_ADD = 4, SM_KEEP = 8, SM_LO = 16 };
+static long score_mod_checked;
+
+static void score_mod_case(size_t m, size_t n, unsigned feats) {
+  int wide = t_next() & 1, off = (t_next() >> 7) & 1;
+  mat x = mat_at(Q, m, n, 0, 0), r = mat_at(R, m, n, 0, 0);
+  mat add = mat_at(K, m, n, t_next() & 1, 0);
+  size_t ld_keep;
+  uint8_t *keep = bytes_at(V, m, n, t_next() & 1, &ld_keep);
+  float slope[64], dist[64];
+  size_t lo[64];
+  static const uint8_t yes[] = {1, 2, 255, 0x80};
+  for (size_t i = 0; i < m; i++) {
+    slope[i] = t_uniform(-1, 1);
+    dist[i] = rintf(t_uniform(-3000, 3000));
+    if (t_next() % 4 == 0) /* not a key position, but rounds the same */
+      dist[i] += t_uniform(-1, 1);
+    lo[i] = t_range(0, n + 2);
+    for (size_t j = 0; j < n; j++) {
+      unsigned u = (unsigned)(t_next() % 100);
+      float *xv = &x.p[i * x.ld + j];
+      *xv = u < 4   ? NAN
+            : u < 6 ? INFINITY
+            : u < 8 ? -INFINITY
+                    : t_uniform(-40, 40);
+      add.p[i * add.ld + j] =
+          t_next() % 5 == 0 ? -INFINITY : t_uniform(-10, 10);
+      u = (unsigned)(t_next() % 8);
+      keep[i * ld_keep + j] = u < 3   ? 0
+                              : u < 7 ? yes[u - 3]
+                                      : (uint8_t)t_range(1, 255);
+      r.p[i * r.ld + j] = *xv;
+    }
+  }
+  sa_score_mods mods = {0};
+  mods.softcap = feats & SM_CAP ? t_uniform(1, 50) : 0.0f;
+  mods.slope = feats & SM_ALIBI ? slope : NULL;
+  mods.dist = feats & SM_ALIBI ? dist : NULL;
+  mods.add = feats & SM_ADD ? add.p : NULL;
+  mods.ld_add = add.ld;
+  mods.keep = feats & SM_KEEP ? keep : NULL;
+  mods.ld_keep = ld_keep;
+  mods.lo = feats & SM_LO ? lo : NULL;
+  oracle->score_mod(m, n, r.p, r.ld, &mods);
+
+  void (*done[MAX_SETS])(void);
+  int ndone = 0;
+  for (int si = 0; si < nsets; si++) {
+    const sa_kernel_set *ks = sets[si];
+    if (seen_fn((void (*)(void))ks->score_mod, done, &ndone))
+      continue;
+    t_context = ks->name;
+    score_mod_checked++;
+    mat s = mat_at(S, m, n, wide, off);
+    for (size_t i = 0; i < m; i++)
+      memcpy(s.p + i * s.ld, x.p + i * x.ld, n * sizeof(float));
+    ks->score_mod(m, n, s.p, s.ld, &mods);
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < n; j++) {
+        float got = s.p[i * s.ld + j], want = r.p[i * r.ld + j];
+        int masked = (mods.add && add.p[i * add.ld + j] == -INFINITY) ||
+                     (mods.keep && keep[i * ld_keep + j] == 0) ||
+                     (mods.lo && j < lo[i]);
+        if (masked || isinf(want) || isnan(want)) {
+          CHECK((!masked || got == -INFINITY) &&
+                    (isnan(want) ? isnan(got) : got == want),
+                "score_mod f=%u m=%zu n=%zu (%zu,%zu) %g vs %g masked=%d",
+                feats, m, n, i, j, got, want, masked);
+          continue;
+        }
+        double tol = 0;
+        if (mods.softcap > 0) {
+          double big = mods.softcap;
+          if (mods.slope)
+            big += fabs((double)slope[i] * (dist[i] + (double)j));
+          if (mods.add)
+            big += fabs(add.p[i * add.ld + j]);
+          tol = 5.2 * U_F32 * mods.softcap + 4.1 * U_F32 * big;
+        }
+        CHECK(fabs((double)got - want) <= tol,
+              "score_mod f=%u m=%zu n=%zu cap=%g (%zu,%zu) %.9g vs %.9g", feats,
+              m, n, mods.softcap, i, j, got, want);
+      }
+    CHECK(gaps_intact(s, m, n), "score_mod f=%u m=%zu n=%zu wrote past a row",
+          feats, m, n);
+  }
+}
+
+/* Each feature alone, none, all, and one random mix. */
+static void score_mod_cases(size_t m, size_t n) {
+  static const unsigned alone[] = {0,       SM_CAP, SM_ALIBI, SM_ADD,
+                                   SM_KEEP, SM_LO,  31};
+  for (size_t f = 0; f < sizeof alone / sizeof alone[0]; f++)
+    score_mod_case(m, n, alone[f]);
+  score_mod_case(m, n, (unsigned)t_range(0, 31));
+}
+
 int main(void) {
   t_seed(2);
   oracle = sa_kernel_set_find("scalar");
@@ -275,6 +392,12 @@ int main(void) {
       softmax_case(m, n, 0);
       softmax_case(m, n, 1);
     }
+  static const size_t sm_rows[] = {1, 2, 3, 4, 5, 8, 17};
+  for (size_t mi = 0; mi < sizeof sm_rows / sizeof sm_rows[0]; mi++)
+    for (size_t n = 1; n <= top; n++)
+      score_mod_cases(sm_rows[mi], n);
+  for (int it = 0; it < 40; it++)
+    score_mod_cases(t_range(1, 20), t_range(top + 1, 700));
   /* larger random shapes, including the realistic d = 64 and 128 */
   for (int it = 0; it < 200; it++) {
     size_t m = t_range(1, 64), n = t_range(1, 700), d = t_range(1, 260);
@@ -287,6 +410,9 @@ int main(void) {
   for (int s = 0; s < nsets; s++)
     printf("%-16s tested (vector %u bits, exp %s), m, n, d = 1..%zu\n",
            sets[s]->name, sets[s]->vector_bits, sets[s]->exp_impl, top);
+  printf("score_mod: %ld kernel runs (distinct functions), m = 1..5, 8, 17, "
+         "n = 1..%zu + random\n",
+         score_mod_checked, top);
   printf("kernel sets: %d tested, %d skipped (not runnable here)\n", nsets,
          skipped);
   for (int i = 0; i < NPOOL; i++)
