@@ -10,36 +10,13 @@
  * enough that tiles and key blocks end mid-way.
  *
  * Every tensor ends at a guard page, and O starts out NaN-filled: gaps the
- * layout leaves between output rows must still be NaN afterwards, and every
+ * t_layout leaves between output rows must still be NaN afterwards, and every
  * output element must have been written.
  */
 #include "testing.h"
 
-typedef struct layout {
-  sa_strides st; /* as passed (may be all zero = packed) */
-  sa_strides rs; /* resolved */
-  size_t floats; /* buffer size */
-} layout;
-
-static layout make_layout(int kind, size_t b, size_t h, size_t l, size_t d) {
-  layout x;
-  size_t pad = kind == 2 ? t_range(1, 3) : 0;
-  switch (kind) {
-  case 0: /* packed, given as zeros */
-    x.st = (sa_strides){0, 0, 0};
-    x.rs = t_packed(h, l, d);
-    break;
-  case 1: /* [B,L,H,D] */
-    x.rs = x.st = (sa_strides){l * h * d, d, h * d};
-    break;
-  default: /* [B,H,L,D] with padded rows and heads */
-    x.rs = x.st =
-        (sa_strides){h * (l * (d + pad) + pad), l * (d + pad) + pad, d + pad};
-    break;
-  }
-  x.floats =
-      (b - 1) * x.rs.batch + (h - 1) * x.rs.head + (l - 1) * x.rs.seq + d;
-  return x;
+static t_layout make_layout(int kind, size_t b, size_t h, size_t l, size_t d) {
+  return t_make_layout(kind, b, h, l, d, kind == 2 ? t_range(1, 3) : 0);
 }
 
 static size_t pick_len(void) {
@@ -70,12 +47,12 @@ static int run_case(int id, const sa_kernel_set **sets, int nsets) {
   double scale = d.scale != 0.0f ? d.scale : 1.0 / sqrt((double)d.dim_qk);
 
   int lk = (int)(t_next() % 3);
-  layout lq = make_layout(lk, d.batch, d.heads_q, d.len_q, d.dim_qk);
-  layout lkk =
+  t_layout lq = make_layout(lk, d.batch, d.heads_q, d.len_q, d.dim_qk);
+  t_layout lkk =
       make_layout((int)(t_next() % 3), d.batch, d.heads_kv, d.len_kv, d.dim_qk);
-  layout lv =
+  t_layout lv =
       make_layout((int)(t_next() % 3), d.batch, d.heads_kv, d.len_kv, d.dim_v);
-  layout lo = make_layout(lk, d.batch, d.heads_q, d.len_q, d.dim_v);
+  t_layout lo = make_layout(lk, d.batch, d.heads_q, d.len_q, d.dim_v);
   d.q = lq.st, d.k = lkk.st, d.v = lv.st, d.o = lo.st;
 
   guarded gq = g_alloc(lq.floats), gk = g_alloc(lkk.floats),
@@ -125,7 +102,7 @@ static int run_case(int id, const sa_kernel_set **sets, int nsets) {
       char where[160];
       snprintf(where, sizeof where,
                "case %d %s %s B%zu Hq%zu Hkv%zu Lq%zu Lk%zu d%zu/%zu mask%d "
-               "layout%d",
+               "t_layout%d",
                id, sets[s]->name, algo == SA_ALGO_FUSED ? "fused" : "3pass",
                d.batch, d.heads_q, d.heads_kv, d.len_q, d.len_kv, d.dim_qk,
                d.dim_v, (int)d.mask, lk);
@@ -150,7 +127,7 @@ static int run_case(int id, const sa_kernel_set **sets, int nsets) {
                       got, want, tol[r * d.dim_v + c]);
             }
           }
-      /* the gaps between rows and heads of a padded layout stay NaN */
+      /* the gaps between rows and heads of a padded t_layout stay NaN */
       if (lk == 2) {
         size_t written = 0, nan = 0;
         for (size_t x = 0; x < lo.floats; x++)

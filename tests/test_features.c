@@ -39,37 +39,13 @@ static char label[512];
 
 /* ------------------------------------------------------------- layouts */
 
-typedef struct tlayout {
-  sa_strides st; /* as passed (all zero = packed) */
-  sa_strides rs; /* resolved */
-  size_t floats; /* buffer size */
-} tlayout;
-
-/* Q, K, V, O: 0 packed given as zeros, 1 [B,L,H,D], 2 [B,H,L,D] padded */
-static tlayout make_layout(int kind, size_t b, size_t h, size_t l, size_t d) {
-  tlayout x;
-  size_t pad = 2;
-  switch (kind) {
-  case 0:
-    x.st = (sa_strides){0, 0, 0};
-    x.rs = t_packed(h, l, d);
-    break;
-  case 1:
-    x.rs = x.st = (sa_strides){l * h * d, d, h * d};
-    break;
-  default:
-    x.rs = x.st =
-        (sa_strides){h * (l * (d + pad) + pad), l * (d + pad) + pad, d + pad};
-    break;
-  }
-  x.floats =
-      (b - 1) * x.rs.batch + (h - 1) * x.rs.head + (l - 1) * x.rs.seq + d;
-  return x;
+static t_layout make_layout(int kind, size_t b, size_t h, size_t l, size_t d) {
+  return t_make_layout(kind, b, h, l, d, 2);
 }
 
 /* LSE: 0 packed given as zeros, 1 [B,L,H], 2 padded (gaps everywhere) */
-static tlayout make_lse_layout(int kind, size_t b, size_t h, size_t l) {
-  tlayout x;
+static t_layout make_lse_layout(int kind, size_t b, size_t h, size_t l) {
+  t_layout x;
   switch (kind) {
   case 0:
     x.st = (sa_strides){0, 0, 0};
@@ -418,7 +394,7 @@ typedef struct spec {
 typedef struct problem {
   spec sp;
   view w;
-  tlayout lo, ll;
+  t_layout lo, ll;
   guarded gq, gk, gv, go, gl, gadd, gbool;
   float slopes[MAX_HEADS], sinks[MAX_HEADS];
   int64_t valid[MAX_BATCH];
@@ -446,9 +422,9 @@ static void prob_make(problem *P, const spec *s) {
   d->scale = s->scale;
   d->mask = s->mask;
   size_t B = s->batch, Hq = s->heads_q, Lq = s->len_q, Lkv = s->len_kv;
-  tlayout lq = make_layout(s->layout_qo, B, Hq, Lq, s->dim_qk);
-  tlayout lk = make_layout(s->layout_kv, B, s->heads_kv, Lkv, s->dim_qk);
-  tlayout lv = make_layout(s->layout_kv, B, s->heads_kv, Lkv, s->dim_v);
+  t_layout lq = make_layout(s->layout_qo, B, Hq, Lq, s->dim_qk);
+  t_layout lk = make_layout(s->layout_kv, B, s->heads_kv, Lkv, s->dim_qk);
+  t_layout lv = make_layout(s->layout_kv, B, s->heads_kv, Lkv, s->dim_v);
   P->lo = make_layout(s->layout_qo, B, Hq, Lq, s->dim_v);
   d->q = lq.st, d->k = lk.st, d->v = lv.st, d->o = P->lo.st;
   w->q = lq.rs, w->k = lk.rs, w->v = lv.rs, w->o = P->lo.rs;

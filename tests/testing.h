@@ -143,6 +143,36 @@ static inline sa_strides t_packed(size_t heads, size_t len, size_t dim) {
   return s;
 }
 
+/* A tensor layout for a test: 0 packed (passed as zero strides), 1
+ * [B,L,H,D], 2 [B,H,L,D] with `pad` floats of gap after every row and
+ * head. */
+typedef struct t_layout {
+  sa_strides st; /* as passed (may be all zero = packed) */
+  sa_strides rs; /* resolved */
+  size_t floats; /* buffer size */
+} t_layout;
+
+static inline t_layout t_make_layout(int kind, size_t b, size_t h, size_t l,
+                                     size_t d, size_t pad) {
+  t_layout x;
+  switch (kind) {
+  case 0:
+    x.st = (sa_strides){0, 0, 0};
+    x.rs = t_packed(h, l, d);
+    break;
+  case 1:
+    x.rs = x.st = (sa_strides){l * h * d, d, h * d};
+    break;
+  default:
+    x.rs = x.st =
+        (sa_strides){h * (l * (d + pad) + pad), l * (d + pad) + pad, d + pad};
+    break;
+  }
+  x.floats =
+      (b - 1) * x.rs.batch + (h - 1) * x.rs.head + (l - 1) * x.rs.seq + d;
+  return x;
+}
+
 static inline size_t t_visible(const sa_attention_desc *d, size_t i) {
   switch (d->mask) {
   case SA_MASK_CAUSAL_TOP_LEFT:
