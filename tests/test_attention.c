@@ -10,7 +10,7 @@
  * enough that tiles and key blocks end mid-way.
  *
  * Every tensor ends at a guard page, and O starts out NaN-filled: gaps the
- * t_layout leaves between output rows must still be NaN afterwards, and every
+ * layout leaves between output rows must still be NaN afterwards, and every
  * output element must have been written.
  */
 #include "testing.h"
