@@ -201,7 +201,7 @@ typedef struct sa_kernel_set {
   sa_softmax_online_fn softmax_online;
   sa_wsum_fn wsum;
   /* --- 0.3 */
-  sa_score_mod_fn score_mod; /* tanh from the set's SLEEF (1 ULP) or libm */
+  sa_score_mod_fn score_mod; /* tanh: SLEEF u35 (3.5 ULP); scalar: libm */
 } sa_kernel_set;
 
 /* Every kernel set compiled into this library, runnable here or not. */
@@ -397,7 +397,7 @@ typedef struct sa_attention_desc {
   /* Logit soft-capping (Gemma 2): s = softcap * tanh(s / softcap), applied
    * to the scaled scores before ALiBi and the masks (as the ONNX reference
    * does; masked keys stay masked). 0 is off; negative, NaN or Inf is
-   * SA_ERR_BAD_ARGUMENT. tanh is SLEEF's (1 ULP) in every SIMD set. */
+   * SA_ERR_BAD_ARGUMENT. tanh is SLEEF's u35 (3.5 ULP) in every SIMD set. */
   float softcap;
   /* ALiBi: heads_q slopes; query head h adds slopes[h] * (j - c) to its
    * scores. sa_alibi_slopes() writes the standard geometric ones. Distances

@@ -256,9 +256,9 @@ static uint8_t *bytes_at(int slot, size_t rows, size_t cols, int wide,
  * score_mod, one feature set (SM_* bits) on an m x n tile. Scores hold some
  * NaN and +-Inf wherever they fall, masked or not: a masked key must come
  * out -inf even from NaN. Every value is exact except through tanh: SLEEF's
- * is within 1 ULP and glibc's tanhf within 2.12 (measured over every 37th
- * float on glibc 2.36; its libm-test-ulps says 2), an absolute 3.2 u for
- * |tanh| <= 1, so cap * tanh differs by 3.2 u cap plus the rounding of
+ * u35 is within 3.5 ULP and glibc's tanhf within 2.12 (measured over every
+ * 37th float on glibc 2.36; its libm-test-ulps says 2), an absolute 5.7 u
+ * for |tanh| <= 1, so cap * tanh differs by 5.7 u cap plus the rounding of
  * each product (u cap); the ALiBi FMA and the add then round each side
  * once more, at most u of the largest intermediate each.
  */
@@ -339,7 +339,7 @@ static void score_mod_case(size_t m, size_t n, unsigned feats) {
             big += fabs((double)slope[i] * (dist[i] + (double)j));
           if (mods.add)
             big += fabs(add.p[i * add.ld + j]);
-          tol = 5.2 * U_F32 * mods.softcap + 4.1 * U_F32 * big;
+          tol = 7.7 * U_F32 * mods.softcap + 4.1 * U_F32 * big;
         }
         CHECK(fabs((double)got - want) <= tol,
               "score_mod f=%u m=%zu n=%zu cap=%g (%zu,%zu) %.9g vs %.9g", feats,
