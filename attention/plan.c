@@ -314,27 +314,3 @@ sa_status sa_plan_memory(sa_plan *p, const float *q, const float *k,
       return sa_fail(SA_ERR_BAD_STRIDE, "lse overlaps %s", all_names[t]);
   return SA_OK;
 }
-
-int64_t sa_row_diagonal(const sa_plan *p, size_t b, size_t i) {
-  if (p->mask != SA_MASK_CAUSAL_BOTTOM_RIGHT)
-    return (int64_t)i;
-  int64_t len = p->len_valid ? p->len_valid[b] : (int64_t)p->len_kv;
-  return (int64_t)i + len - (int64_t)p->len_q;
-}
-
-void sa_row_keys(const sa_plan *p, size_t b, size_t i, size_t *lo, size_t *hi) {
-  /* all in int64: sizes are at most 2^31, so nothing here overflows */
-  int64_t h = (int64_t)p->keys, l = 0, c = sa_row_diagonal(p, b, i);
-  if (p->len_valid && p->len_valid[b] < h)
-    h = p->len_valid[b];
-  if (p->mask != SA_MASK_NONE && c + 1 < h)
-    h = c + 1;
-  if (p->wr >= 0 && c + p->wr + 1 < h)
-    h = c + p->wr + 1;
-  if (p->wl >= 0 && c - p->wl > l)
-    l = c - p->wl;
-  if (h <= l)
-    h = l = 0;
-  *lo = (size_t)l;
-  *hi = (size_t)h;
-}
