@@ -7,12 +7,18 @@
 #   make test-aarch64   cross-build for AArch64 and run the suite under qemu
 #   make test-emulated  the suite on emulated x86 CPUs (AVX2-only, no AVX)
 #   make test-sanitize  the suite under AddressSanitizer+UBSan, then ThreadSanitizer
+#   make test-python    the Python binding (python/), pip-installed into build/venv
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 CTEST = ctest --output-on-failure -j$(JOBS)
+# Debian's python3, where python3-numpy and python3-torch are installed (a
+# python3 earlier in PATH, such as pyenv's, would not see them).
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+VENV = build/venv
 
-.PHONY: all build test compare test-aarch64 test-emulated test-sanitize clean deps
+.PHONY: all build test compare test-aarch64 test-emulated test-sanitize clean deps \
+  test-python python-venv python-check
 
 all: build
 
@@ -25,6 +31,27 @@ build: deps
 
 test: build
 	cd build && $(CTEST)
+	@if $(PYTHON) -c 'import numpy, pytest, ensurepip, wheel' >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory python-check; \
+	else \
+	  echo "make test: Python binding not tested ($(PYTHON) cannot import numpy, pytest, ensurepip and wheel; sh scripts/deps.sh python installs them)"; \
+	fi
+
+# The Python binding: installed offline (Debian's setuptools, no index) into a
+# venv that sees Debian's numpy, torch and pytest, then its suite runs from
+# build/ on that installed copy and the library just built.
+test-python: build
+	@sh scripts/deps.sh python
+	@$(MAKE) --no-print-directory python-check
+
+python-venv:
+	mkdir -p build
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/pip install -q --no-index --no-build-isolation ./python
+
+python-check: python-venv
+	cd build && SIMDATTN_LIBRARY=$(CURDIR)/build/libsimdattn.so SIMDATTN_TEST_INSTALLED=1 \
+	  venv/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/python/tests
 
 compare:
 	@sh scripts/deps.sh base compare
@@ -65,3 +92,4 @@ test-aarch64:
 
 clean:
 	rm -rf build build-qemu build-qemu64 build-asan build-tsan build-aarch64
+	rm -rf python/build python/simdattn.egg-info
