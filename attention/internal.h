@@ -188,6 +188,12 @@ void sa_rows_mods(const sa_kernel_set *ks, const sa_plan *p,
                   const sa_tile_io *t, sa_scratch *ws, const sa_rows *r,
                   size_t j0, size_t nb, int left);
 
+/* One row of a merge: n parts' LSEs and output rows (dv floats each) into
+ * out, which may be one of them; w holds n floats of scratch. Returns the
+ * merged LSE. */
+float sa_merge_row(size_t n, const float *lse, const float *const *rows,
+                   float *w, float *out, size_t dv);
+
 /* The online softmax's end: O rows divided by l (zeros for a row that kept
  * no key, NaN for one whose kept scores were all -inf), and their LSE. */
 void sa_rows_finish(const sa_plan *p, const sa_tile_io *t, const sa_rows *r);

@@ -54,6 +54,43 @@ static sa_status check_out(const char *name, const float *out, size_t end,
   return SA_OK;
 }
 
+float sa_merge_row(size_t n, const float *lse, const float *const *rows,
+                   float *w, float *out, size_t dv) {
+  float mx = -INFINITY;
+  int nan = 0;
+  for (size_t k = 0; k < n; k++) {
+    nan |= lse[k] != lse[k];
+    mx = lse[k] > mx ? lse[k] : mx;
+  }
+  float sum = 0.0f, out_lse;
+  if (nan || mx == INFINITY) {
+    out_lse = NAN;
+  } else if (mx == -INFINITY) {
+    out_lse = -INFINITY;
+  } else {
+    for (size_t k = 0; k < n; k++) {
+      w[k] = expf(lse[k] - mx);
+      sum += w[k];
+    }
+    out_lse = mx + logf(sum);
+    for (size_t k = 0; k < n; k++)
+      w[k] /= sum;
+  }
+  for (size_t c = 0; c < dv; c++) {
+    float acc = 0.0f;
+    if (out_lse != out_lse) {
+      acc = NAN;
+    } else if (out_lse != -INFINITY) {
+      /* a part of weight 0 contributes nothing, not 0 * its NaN */
+      for (size_t k = 0; k < n; k++)
+        if (w[k] != 0.0f)
+          acc += w[k] * rows[k][c];
+    }
+    out[c] = acc;
+  }
+  return out_lse;
+}
+
 sa_status sa_attention_merge(const sa_merge_desc *desc,
                              const float *const *o_parts,
                              const float *const *lse_parts, float *o,
@@ -90,53 +127,37 @@ sa_status sa_attention_merge(const sa_merge_desc *desc,
       return sa_fail(SA_ERR_BAD_STRIDE,
                      "merge: an output overlaps another kind of part %zu", k);
 
-  float wbuf[64];
-  float *w = d.parts <= 64 ? wbuf : malloc(d.parts * sizeof(float));
-  if (!w)
-    return sa_fail(SA_ERR_NO_MEMORY, "merge: %zu weights", d.parts);
+  /* per part: a weight, its LSE and its row, for the row being merged */
+  float wbuf[2 * 64];
+  const float *rbuf[64];
+  float *w = d.parts <= 64 ? wbuf : malloc(d.parts * 2 * sizeof(float));
+  const float **rows =
+      d.parts <= 64 ? rbuf : malloc(d.parts * sizeof(const float *));
+  if (!w || !rows) {
+    if (w != wbuf)
+      free(w);
+    if (rows != rbuf)
+      free(rows);
+    return sa_fail(SA_ERR_NO_MEMORY, "merge: %zu parts", d.parts);
+  }
+  float *vals = w + d.parts;
   for (size_t b = 0; b < d.batch; b++)
     for (size_t h = 0; h < d.heads; h++)
       for (size_t i = 0; i < d.len_q; i++) {
         size_t ro = b * d.o.batch + h * d.o.head + i * d.o.seq;
         size_t rl = b * d.lse.batch + h * d.lse.head + i * d.lse.seq;
-        float mx = -INFINITY;
-        int nan = 0;
         for (size_t k = 0; k < d.parts; k++) {
-          float x = lse_parts[k][rl];
-          nan |= x != x;
-          mx = x > mx ? x : mx;
+          vals[k] = lse_parts[k][rl];
+          rows[k] = o_parts[k] + ro;
         }
-        float sum = 0.0f, out_lse;
-        if (nan || mx == INFINITY) {
-          out_lse = NAN;
-        } else if (mx == -INFINITY) {
-          out_lse = -INFINITY;
-        } else {
-          for (size_t k = 0; k < d.parts; k++) {
-            w[k] = expf(lse_parts[k][rl] - mx);
-            sum += w[k];
-          }
-          out_lse = mx + logf(sum);
-          for (size_t k = 0; k < d.parts; k++)
-            w[k] /= sum;
-        }
-        for (size_t c = 0; c < d.dim_v; c++) {
-          float acc = 0.0f;
-          if (out_lse != out_lse) {
-            acc = NAN;
-          } else if (out_lse != -INFINITY) {
-            /* a part of weight 0 contributes nothing, not 0 * its NaN */
-            for (size_t k = 0; k < d.parts; k++)
-              if (w[k] != 0.0f)
-                acc += w[k] * o_parts[k][ro + c];
-          }
-          o[ro + c] = acc;
-        }
+        float out_lse = sa_merge_row(d.parts, vals, rows, w, o + ro, d.dim_v);
         if (lse)
           lse[rl] = out_lse;
       }
   if (w != wbuf)
     free(w);
+  if (rows != rbuf)
+    free((void *)rows);
   sa_clear_error();
   return SA_OK;
 }
