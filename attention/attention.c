@@ -14,6 +14,7 @@
  * and the pointers (nothing written yet), take the context (SA_ERR_BUSY),
  * size the scratch, run, release.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "errors.h"
@@ -28,65 +29,179 @@ typedef struct job {
   size_t nqb;    /* query blocks (or head groups) per (batch, head) */
   size_t nheads; /* heads the tiles are enumerated over */
   int stacked;   /* decode: rows are query heads of one KV group */
+  size_t parts;  /* split-KV: key parts per tile (1: no split) */
+  float *split;  /* parts' results: per task, block_q rows of dim_v + 1 */
 } job;
 
-static void run_tile(void *arg, size_t task, int worker) {
-  const job *j = arg;
+/* Tile number `tile` (costliest first) of job j. */
+static void tile_of(const job *j, size_t tile, sa_tile_io *t) {
   const sa_plan *p = j->p;
-  size_t bh = task % (p->batch * j->nheads);
-  size_t blk = j->nqb - 1 - task / (p->batch * j->nheads);
+  size_t bh = tile % (p->batch * j->nheads);
+  size_t blk = j->nqb - 1 - tile / (p->batch * j->nheads);
   size_t b = bh / j->nheads, h = bh % j->nheads;
-  sa_tile_io t;
-  size_t hq, hkv;
+  size_t hq, hkv, ldlse;
   if (j->stacked) {
     hkv = h;
     hq = h * p->group + blk * p->block_q;
     size_t left = (h + 1) * p->group - hq;
-    t.m = left < p->block_q ? left : p->block_q;
-    t.pos = 0;
-    t.step = 0;
-    t.ldq = p->q.head;
-    t.ldo = p->o.head;
+    t->m = left < p->block_q ? left : p->block_q;
+    t->pos = 0;
+    t->step = 0;
+    t->ldq = p->q.head;
+    t->ldo = p->o.head;
+    ldlse = p->lse_at.head;
   } else {
     hq = h;
     hkv = h / p->group;
-    t.pos = blk * p->block_q;
-    t.m = p->len_q - t.pos < p->block_q ? p->len_q - t.pos : p->block_q;
-    t.step = 1;
-    t.ldq = p->q.seq;
-    t.ldo = p->o.seq;
+    t->pos = blk * p->block_q;
+    t->m = p->len_q - t->pos < p->block_q ? p->len_q - t->pos : p->block_q;
+    t->step = 1;
+    t->ldq = p->q.seq;
+    t->ldo = p->o.seq;
+    ldlse = p->lse_at.seq;
   }
-  t.b = b;
-  t.h0 = hq;
-  t.q = j->q + b * p->q.batch + hq * p->q.head + t.pos * p->q.seq;
-  t.o = j->o + b * p->o.batch + hq * p->o.head + t.pos * p->o.seq;
-  t.k = j->k + b * p->k.batch + hkv * p->k.head;
-  t.v = j->v + b * p->v.batch + hkv * p->v.head;
+  t->b = b;
+  t->h0 = hq;
+  t->q = j->q + b * p->q.batch + hq * p->q.head + t->pos * p->q.seq;
+  t->o = j->o + b * p->o.batch + hq * p->o.head + t->pos * p->o.seq;
+  t->k = j->k + b * p->k.batch + hkv * p->k.head;
+  t->v = j->v + b * p->v.batch + hkv * p->v.head;
+  t->lse = p->lse ? p->lse + b * p->lse_at.batch + hq * p->lse_at.head +
+                        t->pos * p->lse_at.seq
+                  : NULL;
+  t->ldlse = ldlse;
+  t->part = 0;
+  t->parts = 1;
+  t->kept = NULL;
+}
+
+/* One part's results: block_q rows of dim_v floats, then block_q LSEs, then
+ * block_q flags: the row kept a key in the part. */
+static float *part_slot(const job *j, size_t tile, size_t part) {
+  const sa_plan *p = j->p;
+  return j->split + (tile * j->parts + part) * p->block_q * (p->dim_v + 2);
+}
+
+static void run_tile(void *arg, size_t task, int worker) {
+  const job *j = arg;
+  const sa_plan *p = j->p;
+  sa_tile_io t;
+  tile_of(j, task / j->parts, &t);
+  if (j->parts > 1) {
+    /* a part of the keys: normalised rows and their LSEs go to the part's
+     * slot, merged once every part is done */
+    float *slot = part_slot(j, task / j->parts, task % j->parts);
+    t.part = task % j->parts;
+    t.parts = j->parts;
+    t.o = slot;
+    t.ldo = p->dim_v;
+    t.lse = slot + p->block_q * p->dim_v;
+    t.ldlse = 1;
+    t.kept = t.lse + p->block_q;
+  }
   if (p->algorithm == SA_ALGO_THREE_PASS)
     sa_tile_three_pass(j->ks, p, &t, &j->scratch[worker]);
   else
     sa_tile_fused(j->ks, p, &t, &j->scratch[worker]);
 }
 
+/* Split-KV, second step: a tile's parts merged in part order, whichever
+ * worker does it, so the result does not depend on the thread count. */
+static void merge_tile(void *arg, size_t tile, int worker) {
+  const job *j = arg;
+  const sa_plan *p = j->p;
+  (void)worker;
+  float w[SA_SPLIT_TILES], vals[SA_SPLIT_TILES];
+  const float *rows[SA_SPLIT_TILES];
+  sa_tile_io t;
+  tile_of(j, tile, &t);
+  for (size_t i = 0; i < t.m; i++) {
+    int kept = 0;
+    for (size_t k = 0; k < j->parts; k++) {
+      const float *slot = part_slot(j, tile, k);
+      rows[k] = slot + i * p->dim_v;
+      vals[k] = slot[p->block_q * p->dim_v + i];
+      kept |= slot[p->block_q * (p->dim_v + 1) + i] != 0.0f;
+    }
+    float *o = t.o + i * t.ldo;
+    float lse = sa_merge_row(j->parts, vals, rows, w, o, p->dim_v);
+    if (lse == -INFINITY && kept) {
+      /* keys kept, every score -inf: NaN, as without the split */
+      for (size_t c = 0; c < p->dim_v; c++)
+        o[c] = NAN;
+      lse = NAN;
+    }
+    if (t.lse)
+      t.lse[i * t.ldlse] = lse;
+  }
+}
+
+/* How many parts each tile's keys are cut into: decided by the shape alone
+ * (tile count, keys, block size), never by the thread count. Fused only:
+ * three-pass holds a whole row block of scores by design. */
+static size_t split_parts(const sa_plan *p, size_t ntiles) {
+  if (p->algorithm != SA_ALGO_FUSED || ntiles >= SA_SPLIT_TILES)
+    return 1;
+  size_t blocks = (p->len_kv + p->block_kv - 1) / p->block_kv;
+  size_t parts = (SA_SPLIT_TILES + ntiles - 1) / ntiles;
+  size_t most = blocks / SA_SPLIT_MIN_BLOCKS;
+  return parts < most ? parts : most > 1 ? most : 1;
+}
+
 /* Every worker's scratch big enough for the plan: grown (and kept) in our
  * own memory, or checked against its share of the caller's workspace. */
-static sa_status ensure_scratch(sa_context *ctx, const sa_plan *p) {
+/* How the call is cut into tasks, and the split-KV buffer it needs. */
+static void tiling(const sa_plan *p, job *j, size_t *ntiles,
+                   size_t *split_floats) {
+  j->stacked = p->len_q == 1 && p->group > 1;
+  if (j->stacked) {
+    j->nheads = p->heads_kv;
+    j->nqb = (p->group + p->block_q - 1) / p->block_q;
+  } else {
+    j->nheads = p->heads_q;
+    j->nqb = (p->len_q + p->block_q - 1) / p->block_q;
+  }
+  /* cannot overflow: each factor is at most the extent of O's rows */
+  *ntiles = p->batch * j->nheads * j->nqb;
+  j->parts = split_parts(p, *ntiles);
+  /* small: fewer than SA_SPLIT_TILES tiles, at most that many parts */
+  *split_floats =
+      j->parts > 1 ? *ntiles * j->parts * p->block_q * (p->dim_v + 2) : 0;
+}
+
+/* Every worker's scratch big enough for the plan, and the split-KV buffer:
+ * grown (and kept) in our own memory, or carved from the caller's
+ * workspace (the workers' shares, then the split buffer). */
+static sa_status ensure_scratch(sa_context *ctx, const sa_plan *p,
+                                size_t split_floats, float **split) {
   if (ctx->workspace) {
-    size_t need = sa_scratch_bytes(p->scratch_floats, p->scratch_lens);
-    if (need > ctx->worker_bytes)
+    size_t share = sa_scratch_bytes(p->scratch_floats, p->scratch_lens);
+    size_t need = (size_t)ctx->nthreads * share +
+                  sa_round64(split_floats * sizeof(float));
+    if (need > ctx->workspace_bytes)
       return sa_fail(SA_ERR_WORKSPACE,
-                     "this call needs %zu bytes of workspace per worker (%d "
-                     "workers: ask sa_attention_workspace), the context has "
-                     "%zu",
-                     need, ctx->nthreads, ctx->worker_bytes);
+                     "this call needs %zu bytes of workspace (%d workers: ask "
+                     "sa_attention_workspace), the context has %zu",
+                     need, ctx->nthreads, ctx->workspace_bytes);
     size_t floats_bytes = sa_round64(p->scratch_floats * sizeof(float));
     for (int w = 0; w < ctx->nthreads; w++) {
-      unsigned char *base = ctx->workspace + (size_t)w * ctx->worker_bytes;
+      unsigned char *base = ctx->workspace + (size_t)w * share;
       ctx->scratch[w].buf = (float *)(void *)base;
       ctx->scratch[w].len = (size_t *)(void *)(base + floats_bytes);
     }
+    *split = (float *)(void *)(ctx->workspace + (size_t)ctx->nthreads * share);
     return SA_OK;
   }
+  if (ctx->split_floats < split_floats) {
+    float *buf = aligned_alloc(64, sa_round64(split_floats * sizeof(float)));
+    if (!buf)
+      return sa_fail(SA_ERR_NO_MEMORY, "split-KV buffer of %zu floats",
+                     split_floats);
+    free(ctx->split);
+    ctx->split = buf;
+    ctx->split_floats = split_floats;
+  }
+  *split = ctx->split;
   for (int w = 0; w < ctx->nthreads; w++) {
     sa_scratch *s = &ctx->scratch[w];
     if (s->floats < p->scratch_floats) {
@@ -128,9 +243,12 @@ sa_status sa_attention_workspace(const sa_context *ctx,
       (st = sa_plan_make(&d, ctx ? ctx->block_q : SA_DEFAULT_BLOCK_Q,
                          ctx ? ctx->block_kv : SA_DEFAULT_BLOCK_KV, &p)))
     return st;
-  size_t workers = ctx ? (size_t)ctx->nthreads : 1;
+  size_t workers = ctx ? (size_t)ctx->nthreads : 1, ntiles, split_floats;
+  job j;
+  tiling(&p, &j, &ntiles, &split_floats);
   /* each share is whole cache lines; 63 more for aligning the start */
-  *bytes = workers * sa_scratch_bytes(p.scratch_floats, p.scratch_lens) + 63;
+  *bytes = workers * sa_scratch_bytes(p.scratch_floats, p.scratch_lens) +
+           sa_round64(split_floats * sizeof(float)) + 63;
   sa_clear_error();
   return SA_OK;
 }
@@ -150,23 +268,16 @@ sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
   if ((st = sa_plan_make(&d, ctx->block_q, ctx->block_kv, &p)) ||
       (st = sa_plan_memory(&p, q, k, v, o)) || (st = sa_context_enter(ctx)))
     return st;
-  if ((st = ensure_scratch(ctx, &p))) {
+  job j = {ctx->ks, &p, ctx->scratch, q, k, v, o, 0, 0, 0, 1, NULL};
+  size_t ntiles, split_floats;
+  tiling(&p, &j, &ntiles, &split_floats);
+  if ((st = ensure_scratch(ctx, &p, split_floats, &j.split))) {
     sa_context_leave(ctx);
     return st;
   }
-
-  job j = {ctx->ks, &p, ctx->scratch, q, k, v, o, 0, 0, 0};
-  j.stacked = p.len_q == 1 && p.group > 1;
-  if (j.stacked) {
-    j.nheads = p.heads_kv;
-    j.nqb = (p.group + p.block_q - 1) / p.block_q;
-  } else {
-    j.nheads = p.heads_q;
-    j.nqb = (p.len_q + p.block_q - 1) / p.block_q;
-  }
-  /* cannot overflow: each factor is at most the extent of O's rows */
-  size_t ntasks = p.batch * j.nheads * j.nqb;
-  sa_pool_run(ctx->pool, ntasks, run_tile, &j);
+  sa_pool_run(ctx->pool, ntiles * j.parts, run_tile, &j);
+  if (j.parts > 1)
+    sa_pool_run(ctx->pool, ntiles, merge_tile, &j);
   sa_context_leave(ctx);
   sa_clear_error();
   return SA_OK;

@@ -48,6 +48,8 @@ static void context_free(sa_context *ctx) {
     free(ctx->scratch[w].len);
   }
   free(ctx->scratch);
+  if (!ctx->workspace)
+    free(ctx->split);
   free((char *)ctx->pool_cfg.cpus);
   free(ctx);
 }
@@ -84,10 +86,8 @@ static sa_status context_new(const sa_kernel_set *ks, const sa_pool_config *cfg,
     /* each worker's share starts on a cache line of its own */
     uintptr_t base = (uintptr_t)o->workspace;
     size_t pad = (size_t)(-base & 63);
-    ctx->worker_bytes =
-        o->workspace_bytes > pad
-            ? ((o->workspace_bytes - pad) / (size_t)ctx->nthreads) & ~(size_t)63
-            : 0;
+    ctx->workspace_bytes =
+        o->workspace_bytes > pad ? o->workspace_bytes - pad : 0;
     ctx->workspace = (unsigned char *)o->workspace + pad;
   }
   *out = ctx;
@@ -171,6 +171,10 @@ sa_status sa_context_enter(sa_context *ctx) {
      * Forget it, leaking it, rather than use or free it. */
     for (int w = 0; !ctx->workspace && w < ctx->nthreads; w++)
       ctx->scratch[w] = (sa_scratch){NULL, NULL, 0, 0};
+    if (!ctx->workspace) {
+      ctx->split = NULL;
+      ctx->split_floats = 0;
+    }
   }
   if (sa_pool_forked(ctx->pool)) {
     /* a fork() child: the workers stayed behind in the parent */

@@ -19,6 +19,16 @@ typedef struct sa_scratch {
   size_t lens;   /* capacity of len */
 } sa_scratch;
 
+/* Split-KV: when a call has fewer tiles than this, each tile's keys are cut
+ * into parts that run as separate tasks and are merged by their LSEs. A
+ * constant, not the thread count, so the output stays bit-identical for any
+ * number of threads; 32 covers the cores one context is likely to have. */
+#define SA_SPLIT_TILES 32
+/* ...and a part has at least this many key blocks, so that the partial
+ * results (m x dv floats, written and merged once) stay small beside the
+ * part's K and V. */
+#define SA_SPLIT_MIN_BLOCKS 4
+
 struct sa_context {
   /* 0 while free, else the fork generation of the call running on it, + 1:
    * a value from another generation was left by a parent's thread that does
@@ -31,7 +41,9 @@ struct sa_context {
   sa_scratch *scratch; /* one per worker */
   int nthreads;
   unsigned char *workspace; /* the caller's, 64-byte aligned; NULL: ours */
-  size_t worker_bytes;      /* each worker's share of it */
+  size_t workspace_bytes;   /* its size from there */
+  float *split;             /* split-KV partial results (ours) */
+  size_t split_floats;
 };
 
 /* Takes the context for one call: SA_OK, or SA_ERR_BUSY if a call is running
@@ -154,6 +166,11 @@ typedef struct sa_tile_io {
   size_t pos;      /* query position of row 0; rows advance it by `step` */
   size_t step;     /* 1 for a block of positions, 0 for stacked heads */
   size_t h0;       /* query head of row 0; stacked rows advance it by 1 */
+  float *lse;      /* row 0's LSE, rows ldlse apart; NULL: none wanted */
+  size_t ldlse;
+  size_t part, parts; /* split-KV: this task does part `part` of `parts`
+                         of the tile's keys (1 part: all of them) */
+  float *kept;        /* split-KV: per row, 1 if it kept a key in the part */
 } sa_tile_io;
 
 void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,

@@ -21,6 +21,32 @@ static size_t row_head(const sa_tile_io *t, size_t r) {
   return t->h0 + (t->step ? 0 : r);
 }
 
+/* Split-KV: keeps part t->part of t->parts of the tile's visible keys, cut
+ * at whole key blocks, so that parts are equal in work and their bounds
+ * follow from the shape alone. */
+static void clip_to_part(const sa_plan *p, const sa_tile_io *t, sa_rows *r) {
+  size_t blocks = (r->jhi - r->jlo + p->block_kv - 1) / p->block_kv;
+  size_t per = (blocks + t->parts - 1) / t->parts * p->block_kv;
+  size_t from = r->jlo + t->part * per, to = from + per;
+  from = from < r->jhi ? from : r->jhi;
+  to = to < r->jhi ? to : r->jhi;
+  r->jlo = SIZE_MAX;
+  r->jhi = 0;
+  for (size_t i = 0; i < t->m; i++) {
+    r->lo[i] = r->lo[i] > from ? r->lo[i] : from;
+    r->hi[i] = r->hi[i] < to ? r->hi[i] : to;
+    if (r->lo[i] >= r->hi[i])
+      r->lo[i] = r->hi[i] = 0;
+    else {
+      r->jlo = r->lo[i] < r->jlo ? r->lo[i] : r->jlo;
+      r->jhi = r->hi[i] > r->jhi ? r->hi[i] : r->jhi;
+    }
+    r->seen[i] = !p->scan && r->lo[i] < r->hi[i];
+  }
+  if (r->jlo >= r->jhi)
+    r->jlo = r->jhi = 0;
+}
+
 void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
                    sa_rows *r) {
   const size_t bq = p->block_q;
@@ -45,8 +71,9 @@ void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
     /* without masks to read, a non-empty range is a row that sees keys */
     r->seen[i] = !p->scan && r->lo[i] < r->hi[i];
     /* a sink is a key with logit sinks[h] and no value: the state after
-     * it is max = sink, sum = exp(0) */
-    float sink = p->sinks ? p->sinks[row_head(t, i)] : -INFINITY;
+     * it is max = sink, sum = exp(0); split-KV gives it to part 0 only */
+    float sink =
+        p->sinks && t->part == 0 ? p->sinks[row_head(t, i)] : -INFINITY;
     r->mx[i] = sink;
     r->l[i] = sink == -INFINITY ? 0.0f : 1.0f;
     if (p->slopes)
@@ -54,6 +81,8 @@ void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
   }
   if (r->jlo >= r->jhi)
     r->jlo = r->jhi = 0;
+  if (t->parts > 1)
+    clip_to_part(p, t, r);
 }
 
 /* Row i's mask element at key j, each mask's origin moved to (b, h, pos). */
@@ -163,21 +192,24 @@ void sa_rows_finish(const sa_plan *p, const sa_tile_io *t, const sa_rows *r) {
   for (size_t i = 0; i < t->m; i++) {
     float *o = t->o + i * t->ldo, lse;
     float l = r->l[i];
+    if (t->kept)
+      t->kept[i] = r->seen[i] ? 1.0f : 0.0f;
     if (!r->seen[i] || l == 0.0f) {
       /* no key kept: zeros (the LSE is the sink's, or -inf); kept keys
-       * whose scores were all -inf: NaN, as the three-pass softmax */
-      float fill = r->seen[i] ? NAN : 0.0f;
+       * whose scores were all -inf: NaN, as the three-pass softmax, unless
+       * this is one part of a split, whose merge decides (other parts may
+       * hold finite scores) */
+      int nan = r->seen[i] && !t->kept;
       for (size_t c = 0; c < p->dim_v; c++)
-        o[c] = fill;
-      lse = r->seen[i] ? NAN : l == 0.0f ? -INFINITY : r->mx[i] + logf(l);
+        o[c] = nan ? NAN : 0.0f;
+      lse = nan ? NAN : l == 0.0f ? -INFINITY : r->mx[i] + logf(l);
     } else {
       float inv = 1.0f / l;
       for (size_t c = 0; c < p->dim_v; c++)
         o[c] *= inv;
       lse = r->mx[i] + logf(l);
     }
-    if (p->lse)
-      p->lse[t->b * p->lse_at.batch + row_head(t, i) * p->lse_at.head +
-             row_pos(t, i) * p->lse_at.seq] = lse;
+    if (t->lse)
+      t->lse[i * t->ldlse] = lse;
   }
 }

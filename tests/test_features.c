@@ -1106,14 +1106,18 @@ static void test_merge_split(void) {
 
 /* --------------------------------------------------- 6. thread counts */
 
-/* Tiles do not depend on which worker runs them: 1, 2 and 3 threads give
+/* Tiles do not depend on which worker runs them: 1, 2, 3 and 8 threads give
  * the same bits, with every feature on, for both tile shapes (a block of
- * positions, and decode's stacked heads). */
+ * positions, and decode's stacked heads), and for a long decode whose two
+ * tiles are split into parts of their keys (split-KV: 600 keys in blocks of
+ * 16 give 9 parts per tile, merged by their LSEs in a fixed order). */
 static void test_threads(void) {
   int bad = 0;
-  for (int k = 0; k < 2; k++) {
-    spec s =
-        k == 0 ? shape(2, 6, 2, 45, 70, 24, 20) : shape(2, 8, 2, 1, 70, 24, 20);
+  static const int counts[] = {1, 2, 3, 8};
+  for (int k = 0; k < 3; k++) {
+    spec s = k == 0   ? shape(2, 6, 2, 45, 70, 24, 20)
+             : k == 1 ? shape(2, 8, 2, 1, 70, 24, 20)
+                      : shape(1, 8, 2, 1, 600, 24, 20);
     s.mask = k == 0 ? SA_MASK_CAUSAL_BOTTOM_RIGHT : SA_MASK_CAUSAL_TOP_LEFT;
     s.layout_qo = 1, s.layout_kv = 2;
     s.add = ML_ROWS + 1, s.add_ninf_pct = 15;
@@ -1128,7 +1132,8 @@ static void test_threads(void) {
     float *l1 = malloc(P.ll.floats * sizeof(float));
     for (int si = 0; si < nsets; si++)
       for (int algo = SA_ALGO_THREE_PASS; algo <= SA_ALGO_FUSED; algo++)
-        for (int nt = 1; nt <= 3; nt++) {
+        for (int ci = 0; ci < 4; ci++) {
+          int nt = counts[ci];
           char extra[32];
           snprintf(extra, sizeof extra, "%d threads", nt);
           set_label(desc, si, algo, extra);
@@ -1153,7 +1158,7 @@ static void test_threads(void) {
     free(o1), free(l1);
     prob_free(&P);
   }
-  printf("thread counts 1, 2, 3: %d failures\n", bad);
+  printf("thread counts 1, 2, 3, 8: %d failures\n", bad);
 }
 
 /* ----------------------------------------------- ALiBi slopes, merge of 1 */
