@@ -40,11 +40,12 @@ static void tile_of(const job *j, size_t tile, sa_tile_io *t) {
   size_t blk = j->nqb - 1 - tile / (p->batch * j->nheads);
   size_t b = bh / j->nheads, h = bh % j->nheads;
   size_t hq, hkv, ldlse;
+  size_t lq = sa_batch_len_q(p, b);
   if (j->stacked) {
     hkv = h;
     hq = h * p->group + blk * p->block_q;
     size_t left = (h + 1) * p->group - hq;
-    t->m = left < p->block_q ? left : p->block_q;
+    t->m = lq == 0 ? 0 : left < p->block_q ? left : p->block_q;
     t->pos = 0;
     t->step = 0;
     t->ldq = p->q.head;
@@ -54,7 +55,10 @@ static void tile_of(const job *j, size_t tile, sa_tile_io *t) {
     hq = h;
     hkv = h / p->group;
     t->pos = blk * p->block_q;
-    t->m = p->len_q - t->pos < p->block_q ? p->len_q - t->pos : p->block_q;
+    /* a ragged batch's shorter sequences have empty tiles at the end */
+    t->m = t->pos >= lq               ? 0
+           : lq - t->pos < p->block_q ? lq - t->pos
+                                      : p->block_q;
     t->step = 1;
     t->ldq = p->q.seq;
     t->ldo = p->o.seq;
@@ -62,12 +66,19 @@ static void tile_of(const job *j, size_t tile, sa_tile_io *t) {
   }
   t->b = b;
   t->h0 = hq;
-  t->q = j->q + b * p->q.batch + hq * p->q.head + t->pos * p->q.seq;
-  t->o = j->o + b * p->o.batch + hq * p->o.head + t->pos * p->o.seq;
-  t->k = j->k + b * p->k.batch + hkv * p->k.head;
-  t->v = j->v + b * p->v.batch + hkv * p->v.head;
-  t->lse = p->lse ? p->lse + b * p->lse_at.batch + hq * p->lse_at.head +
-                        t->pos * p->lse_at.seq
+  /* a ragged side starts sequence b at its token row; a paged one adds
+   * the page per key block (sa_tile_fused) */
+  size_t row0 = p->cu_q ? (size_t)p->cu_q[b] + t->pos : t->pos;
+  size_t qb = p->cu_q ? 0 : b;
+  size_t kb = p->table ? 0 : b, krow = p->cu_kv ? (size_t)p->cu_kv[b] : 0;
+  if (p->cu_kv)
+    kb = 0;
+  t->q = j->q + qb * p->q.batch + hq * p->q.head + row0 * p->q.seq;
+  t->o = j->o + qb * p->o.batch + hq * p->o.head + row0 * p->o.seq;
+  t->k = j->k + kb * p->k.batch + hkv * p->k.head + krow * p->k.seq;
+  t->v = j->v + kb * p->v.batch + hkv * p->v.head + krow * p->v.seq;
+  t->lse = p->lse ? p->lse + qb * p->lse_at.batch + hq * p->lse_at.head +
+                        row0 * p->lse_at.seq
                   : NULL;
   t->ldlse = ldlse;
   t->part = 0;
@@ -87,6 +98,8 @@ static void run_tile(void *arg, size_t task, int worker) {
   const sa_plan *p = j->p;
   sa_tile_io t;
   tile_of(j, task / j->parts, &t);
+  if (t.m == 0)
+    return;
   if (j->parts > 1) {
     /* a part of the keys: normalised rows and their LSEs go to the part's
      * slot, merged once every part is done */

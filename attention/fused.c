@@ -18,6 +18,43 @@
 
 #include "internal.h"
 
+/* Where keys [j0, j0 + nb) of the tile's KV head are, as rows ld apart.
+ * A paged cache: inside one page (the caller keeps blocks there when pages
+ * are at least a block long), else gathered into scratch. */
+static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
+                    size_t j0, size_t nb, const float **k, size_t *ldk,
+                    const float **v, size_t *ldv) {
+  if (!p->table) {
+    *k = t->k + j0 * p->k.seq;
+    *v = t->v + j0 * p->v.seq;
+    *ldk = p->k.seq;
+    *ldv = p->v.seq;
+    return;
+  }
+  const int32_t *pages = p->table + t->b * p->table_ld;
+  if (p->page >= p->block_kv) {
+    size_t pg = (size_t)pages[j0 / p->page], slot = j0 % p->page;
+    *k = t->k + pg * p->k.batch + slot * p->k.seq;
+    *v = t->v + pg * p->v.batch + slot * p->v.seq;
+    *ldk = p->k.seq;
+    *ldv = p->v.seq;
+    return;
+  }
+  float *gk = ws->buf + p->kvgather, *gv = gk + p->block_kv * p->dim_qk;
+  for (size_t j = 0; j < nb; j++) {
+    size_t key = j0 + j, pg = (size_t)pages[key / p->page];
+    size_t slot = key % p->page;
+    memcpy(gk + j * p->dim_qk, t->k + pg * p->k.batch + slot * p->k.seq,
+           p->dim_qk * sizeof(float));
+    memcpy(gv + j * p->dim_v, t->v + pg * p->v.batch + slot * p->v.seq,
+           p->dim_v * sizeof(float));
+  }
+  *k = gk;
+  *v = gv;
+  *ldk = p->dim_qk;
+  *ldv = p->dim_v;
+}
+
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
                    const sa_tile_io *t, sa_scratch *ws) {
   const size_t m = t->m, bkv = p->block_kv;
@@ -36,18 +73,23 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
 
   float *s = ws->buf;
   int first = 1;
-  for (size_t j0 = r.jlo; j0 < r.jhi; j0 += bkv) {
-    size_t nb = r.jhi - j0 < bkv ? r.jhi - j0 : bkv;
+  size_t nb;
+  for (size_t j0 = r.jlo; j0 < r.jhi; j0 += nb) {
+    nb = r.jhi - j0 < bkv ? r.jhi - j0 : bkv;
+    if (p->table && p->page >= bkv && nb > p->page - j0 % p->page)
+      nb = p->page - j0 % p->page; /* a block never spans two pages */
     int partial, left;
     if (!sa_rows_block(p, t, &r, j0, nb, &partial, &left))
       continue;
-    ks->score(m, nb, p->dim_qk, q, ldq, t->k + j0 * p->k.seq, p->k.seq,
-              p->scale, s, p->lds);
+    const float *kb, *vb;
+    size_t ldk, ldv;
+    keys_at(p, t, ws, j0, nb, &kb, &ldk, &vb, &ldv);
+    ks->score(m, nb, p->dim_qk, q, ldq, kb, ldk, p->scale, s, p->lds);
     sa_rows_mods(ks, p, t, ws, &r, j0, nb, left);
     ks->softmax_online(m, nb, s, p->lds, partial ? r.hib : NULL, r.mx, r.l,
                        r.alpha);
-    ks->wsum(m, nb, p->dim_v, s, p->lds, t->v + j0 * p->v.seq, p->v.seq,
-             first ? NULL : r.alpha, t->o, t->ldo);
+    ks->wsum(m, nb, p->dim_v, s, p->lds, vb, ldv, first ? NULL : r.alpha, t->o,
+             t->ldo);
     first = 0;
   }
   sa_rows_finish(p, t, &r);

@@ -105,6 +105,10 @@ typedef struct sa_plan {
   const int64_t *len_valid;
   float *lse;
   sa_strides lse_at;
+  const int32_t *cu_q, *cu_kv; /* ragged sides (varlen), or NULL */
+  const int32_t *table;        /* paged keys, or NULL */
+  size_t table_ld, page, npages;
+  size_t kvgather;     /* paged, small pages: a key block gathered, in buf */
   size_t end_extra[3]; /* add, bool (bytes), lse: elements spanned */
   int scan;            /* a mask can remove keys inside a row's range */
   int mods;            /* score_mod has a step besides the window's edge */
@@ -121,12 +125,23 @@ sa_status sa_plan_make(const sa_attention_desc *desc, size_t block_q,
 sa_status sa_plan_memory(sa_plan *plan, const float *q, const float *k,
                          const float *v, const float *o);
 
+/* Batch item b's query rows, and its keys (ragged, paged or valid length). */
+static inline size_t sa_batch_len_q(const sa_plan *p, size_t b) {
+  return p->cu_q ? (size_t)(p->cu_q[b + 1] - p->cu_q[b]) : p->len_q;
+}
+static inline size_t sa_batch_len_kv(const sa_plan *p, size_t b) {
+  size_t len = p->cu_kv ? (size_t)(p->cu_kv[b + 1] - p->cu_kv[b]) : p->len_kv;
+  if (p->len_valid && (size_t)p->len_valid[b] < len)
+    len = (size_t)p->len_valid[b];
+  return len;
+}
+
 /* Where query position i of batch item b sits: its diagonal key c(i). */
 static inline int64_t sa_row_diagonal(const sa_plan *p, size_t b, size_t i) {
   if (p->mask != SA_MASK_CAUSAL_BOTTOM_RIGHT)
     return (int64_t)i;
-  int64_t len = p->len_valid ? p->len_valid[b] : (int64_t)p->len_kv;
-  return (int64_t)i + len - (int64_t)p->len_q;
+  return (int64_t)i + (int64_t)sa_batch_len_kv(p, b) -
+         (int64_t)sa_batch_len_q(p, b);
 }
 
 /* The keys [*lo, *hi) that query position i of batch item b may see before
@@ -136,8 +151,8 @@ static inline void sa_row_keys(const sa_plan *p, size_t b, size_t i, size_t *lo,
                                size_t *hi) {
   /* all in int64: sizes are at most 2^31, so nothing here overflows */
   int64_t h = (int64_t)p->keys, l = 0, c = sa_row_diagonal(p, b, i);
-  if (p->len_valid && p->len_valid[b] < h)
-    h = p->len_valid[b];
+  if ((int64_t)sa_batch_len_kv(p, b) < h)
+    h = (int64_t)sa_batch_len_kv(p, b);
   if (p->mask != SA_MASK_NONE && c + 1 < h)
     h = c + 1;
   if (p->wr >= 0 && c + p->wr + 1 < h)

@@ -34,6 +34,10 @@ static sa_status resolve(const char *name, sa_strides *st, size_t heads,
 static sa_status extent(const char *name, const sa_strides *st, size_t batch,
                         size_t heads, size_t len, size_t dim, size_t *out) {
   size_t a, b, c, end;
+  if (batch == 0 || len == 0) { /* a ragged side with no tokens */
+    *out = 0;
+    return SA_OK;
+  }
   if (mul_ov(batch - 1, st->batch, &a) || mul_ov(heads - 1, st->head, &b) ||
       mul_ov(len - 1, st->seq, &c) || add_ov(a, b, &end) ||
       add_ov(end, c, &end) || add_ov(end, dim, &end) ||
@@ -118,7 +122,8 @@ static sa_status mask_layout(const char *name, const sa_mask_layout *in,
 /* The 0.3 fields: masks, window, softcap, ALiBi, sinks, lengths, LSE. Per
  * head and per batch arrays are read here, once, so that a bad value is a
  * status before anything is written. */
-static sa_status plan_extras(const sa_attention_desc *d, sa_plan *p) {
+static sa_status plan_extras(const sa_attention_desc *d, sa_plan *p, size_t qn,
+                             size_t ql) {
   sa_status st;
   p->keys = p->len_kv;
   p->mask_add = d->mask_add;
@@ -168,15 +173,109 @@ static sa_status plan_extras(const sa_attention_desc *d, sa_plan *p) {
   p->lse = d->lse;
   if (p->lse) {
     p->lse_at = d->lse_at;
-    if ((st = resolve("lse", &p->lse_at, p->heads_q, p->len_q, 1)) ||
-        (st = extent("lse", &p->lse_at, p->batch, p->heads_q, p->len_q, 1,
-                     &p->end_extra[2])) ||
-        (st = no_alias("lse", &p->lse_at, p->batch, p->heads_q, p->len_q, 1)))
+    sa_strides *at = &p->lse_at;
+    if (p->cu_q && !at->batch && !at->head && !at->seq) {
+      at->head = ql; /* [heads_q, tokens] */
+      at->seq = 1;
+    }
+    if ((st = resolve("lse", at, p->heads_q, p->len_q, 1)) ||
+        (st = extent("lse", at, qn, p->heads_q, ql, 1, &p->end_extra[2])) ||
+        (ql && (st = no_alias("lse", at, qn, p->heads_q, ql, 1))))
       return st;
   }
   p->scan = p->mask_add || p->mask_bool;
   p->mods = p->scan || p->softcap > 0.0f || p->slopes;
   p->online = p->sinks || p->lse;
+  return SA_OK;
+}
+
+/* A prefix-sum array: batch + 1 values from 0 or more, never decreasing,
+ * each step at most `bound`. Its total goes to *tokens. */
+static sa_status prefix_sums(const char *name, const int32_t *cu, size_t batch,
+                             size_t bound, size_t *tokens) {
+  if (cu[0] < 0)
+    return sa_fail(SA_ERR_BAD_SHAPE, "%s[0] = %d is negative", name, cu[0]);
+  for (size_t b = 0; b < batch; b++)
+    if (cu[b + 1] < cu[b] || (size_t)(cu[b + 1] - cu[b]) > bound)
+      return sa_fail(SA_ERR_BAD_SHAPE,
+                     "%s[%zu..%zu] = %d..%d: a sequence length outside "
+                     "[0, %zu]",
+                     name, b, b + 1, cu[b], cu[b + 1], bound);
+  *tokens = (size_t)cu[batch];
+  return SA_OK;
+}
+
+/* Ragged and paged sides: their lengths checked, their packed defaults
+ * filled in, and the (outer, rows) the tensors span. */
+static sa_status plan_ragged(const sa_attention_desc *d, sa_plan *p, size_t *qn,
+                             size_t *ql, size_t *kn, size_t *kl) {
+  sa_status st;
+  p->cu_q = d->cu_seqlens_q;
+  p->cu_kv = d->cu_seqlens_kv;
+  p->table = d->block_table;
+  if (p->table && p->cu_kv)
+    return sa_fail(SA_ERR_BAD_ARGUMENT,
+                   "block_table and cu_seqlens_kv: keys are either paged or "
+                   "ragged");
+  sa_strides *qs[] = {&p->q, &p->o}, *ks[] = {&p->k, &p->v};
+  size_t qd[] = {p->dim_qk, p->dim_v}, kd[] = {p->dim_qk, p->dim_v};
+  if (p->cu_q) {
+    if ((st = prefix_sums("cu_seqlens_q", p->cu_q, p->batch, p->len_q, ql)))
+      return st;
+    *qn = 1;
+    for (int t = 0; t < 2; t++)
+      if (!qs[t]->batch && !qs[t]->head && !qs[t]->seq)
+        *qs[t] = (sa_strides){0, qd[t], p->heads_q * qd[t]};
+  }
+  if (p->cu_kv) {
+    if ((st = prefix_sums("cu_seqlens_kv", p->cu_kv, p->batch, p->len_kv, kl)))
+      return st;
+    *kn = 1;
+    for (int t = 0; t < 2; t++)
+      if (!ks[t]->batch && !ks[t]->head && !ks[t]->seq)
+        *ks[t] = (sa_strides){0, kd[t], p->heads_kv * kd[t]};
+  }
+  if (p->table) {
+    if (d->page_size == 0 || d->page_size > SA_MAX_DIM || d->num_pages == 0 ||
+        d->num_pages > SA_MAX_DIM)
+      return sa_fail(SA_ERR_BAD_SHAPE,
+                     "page_size = %zu and num_pages = %zu must be in [1, 2^31]",
+                     d->page_size, d->num_pages);
+    if (p->algorithm != SA_ALGO_FUSED)
+      return sa_fail(SA_ERR_BAD_ARGUMENT,
+                     "a paged KV cache needs SA_ALGO_FUSED (or AUTO)");
+    p->page = d->page_size;
+    p->npages = d->num_pages;
+    p->table_ld = d->block_table_stride;
+    *kn = p->npages;
+    *kl = p->page;
+    for (int t = 0; t < 2; t++)
+      if (!ks[t]->batch && !ks[t]->head && !ks[t]->seq)
+        *ks[t] = (sa_strides){p->page * p->heads_kv * kd[t], kd[t],
+                              p->heads_kv * kd[t]};
+  }
+  return SA_OK;
+}
+
+/* Every page a sequence uses exists; read once, before anything is
+ * written (after plan_extras has checked len_kv_valid). */
+static sa_status plan_paged(const sa_attention_desc *d, sa_plan *p) {
+  (void)d;
+  for (size_t b = 0; p->table && b < p->batch; b++) {
+    size_t len = p->len_valid ? (size_t)p->len_valid[b] : p->len_kv;
+    size_t pages = (len + p->page - 1) / p->page;
+    if (pages > p->table_ld)
+      return sa_fail(SA_ERR_BAD_SHAPE,
+                     "sequence %zu needs %zu pages, block_table_stride is %zu",
+                     b, pages, p->table_ld);
+    for (size_t i = 0; i < pages; i++) {
+      int32_t pg = p->table[b * p->table_ld + i];
+      if (pg < 0 || (size_t)pg >= p->npages)
+        return sa_fail(SA_ERR_BAD_ARGUMENT,
+                       "block_table[%zu][%zu] = %d is not a page in [0, %zu)",
+                       b, i, pg, p->npages);
+    }
+  }
   return SA_OK;
 }
 
@@ -221,20 +320,21 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   p->o = d->o;
 
   sa_status st;
+  /* How many (outer, rows) each tensor spans: [batch, len] normally,
+   * [1, tokens] for a ragged side, [pages, page_size] for a paged cache. */
+  size_t qn = p->batch, ql = p->len_q, kn = p->batch, kl = p->len_kv;
+  if ((st = plan_ragged(d, p, &qn, &ql, &kn, &kl)))
+    return st;
   if ((st = resolve("q", &p->q, p->heads_q, p->len_q, p->dim_qk)) ||
       (st = resolve("k", &p->k, p->heads_kv, p->len_kv, p->dim_qk)) ||
       (st = resolve("v", &p->v, p->heads_kv, p->len_kv, p->dim_v)) ||
       (st = resolve("o", &p->o, p->heads_q, p->len_q, p->dim_v)) ||
-      (st = extent("q", &p->q, p->batch, p->heads_q, p->len_q, p->dim_qk,
-                   &p->end[0])) ||
-      (st = extent("k", &p->k, p->batch, p->heads_kv, p->len_kv, p->dim_qk,
-                   &p->end[1])) ||
-      (st = extent("v", &p->v, p->batch, p->heads_kv, p->len_kv, p->dim_v,
-                   &p->end[2])) ||
-      (st = extent("o", &p->o, p->batch, p->heads_q, p->len_q, p->dim_v,
-                   &p->end[3])) ||
-      (st = no_alias("o", &p->o, p->batch, p->heads_q, p->len_q, p->dim_v)) ||
-      (st = plan_extras(d, p)))
+      (st = extent("q", &p->q, qn, p->heads_q, ql, p->dim_qk, &p->end[0])) ||
+      (st = extent("k", &p->k, kn, p->heads_kv, kl, p->dim_qk, &p->end[1])) ||
+      (st = extent("v", &p->v, kn, p->heads_kv, kl, p->dim_v, &p->end[2])) ||
+      (st = extent("o", &p->o, qn, p->heads_q, ql, p->dim_v, &p->end[3])) ||
+      (ql && (st = no_alias("o", &p->o, qn, p->heads_q, ql, p->dim_v))) ||
+      (st = plan_extras(d, p, qn, ql)) || (st = plan_paged(d, p)))
     return st;
 
   p->block_q = block_q < p->len_q ? block_q : p->len_q;
@@ -258,8 +358,14 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
     gadd = tile;
   if (!ov && p->mask_bool && p->bool_at.key != 1)
     gbool = (tile + 3) / 4;
-  if (ov || add_ov(p->gather, gadd, &p->scratch_floats) ||
-      add_ov(p->scratch_floats, gbool, &p->scratch_floats) ||
+  /* paged keys in pages smaller than a key block: the block's K and V rows
+   * are gathered contiguous */
+  size_t gkv = 0;
+  if (!ov && p->table && p->page < p->block_kv)
+    ov = mul_ov(p->block_kv, p->dim_qk + p->dim_v, &gkv);
+  if (ov || add_ov(p->gather, gadd, &p->kvgather) ||
+      add_ov(p->kvgather, gbool, &p->kvgather) ||
+      add_ov(p->kvgather, gkv, &p->scratch_floats) ||
       p->scratch_floats > (size_t)PTRDIFF_MAX / sizeof(float) / 2)
     return sa_fail(SA_ERR_OVERFLOW, "workspace of %zu x %zu floats overflows",
                    p->block_q, p->lds);

@@ -422,6 +422,29 @@ typedef struct sa_attention_desc {
    * parts gives the unsplit result (give the sinks to one part only). */
   float *lse;
   sa_strides lse_at;
+  /* Ragged batches (FlashAttention's varlen layout): batch + 1 int32 prefix
+   * sums, starting at 0 or more and never decreasing. Sequence b's queries
+   * are token rows cu_seqlens_q[b] .. cu_seqlens_q[b+1] - 1 of Q, O and LSE;
+   * its keys are rows cu_seqlens_kv[b] .. cu_seqlens_kv[b+1] - 1 of K and V.
+   * The seq stride steps tokens and the batch stride is unused; all-zero
+   * strides mean packed [tokens, heads, dim] (LSE: [heads_q, tokens]).
+   * len_q and len_kv bound every sequence's lengths (FlashAttention's
+   * max_seqlen); a sequence longer is SA_ERR_BAD_SHAPE. Either may be
+   * given alone. Causal alignment, windows, ALiBi and masks are per
+   * sequence (a mask's row and key indices are within the sequence). */
+  const int32_t *cu_seqlens_q, *cu_seqlens_kv;
+  /* Paged KV cache (vLLM's layout): K and V are pools of num_pages pages of
+   * page_size tokens, and key j of sequence b lives in slot j % page_size of
+   * page block_table[b * block_table_stride + j / page_size]. The k and v
+   * strides step pages (batch), slots (seq) and heads (head); all zero
+   * means packed [num_pages, page_size, heads_kv, dim]. Sequence b has
+   * len_kv_valid[b] keys (else len_kv); every page it uses must be in
+   * [0, num_pages). Pages may be in any order and shared between
+   * sequences. Not with cu_seqlens_kv; needs SA_ALGO_FUSED (or AUTO). */
+  const int32_t *block_table;
+  size_t block_table_stride; /* entries per sequence, >= its pages */
+  size_t page_size;
+  size_t num_pages;
 } sa_attention_desc;
 
 /* The smallest struct_size accepted (0.2's fields). */
@@ -494,6 +517,39 @@ SA_API sa_status sa_attention_merge(const sa_merge_desc *desc,
                                     const float *const *o_parts,
                                     const float *const *lse_parts, float *o,
                                     float *lse);
+
+/*
+ * Appends new keys and values to a paged KV cache (the layout of
+ * sa_attention_desc.block_table): token t of sequence b goes to key position
+ * start[b] + t, in slot (start[b] + t) % page_size of page
+ * block_table[b * block_table_stride + (start[b] + t) / page_size]. Every
+ * page written must be in the table and in [0, num_pages); on any error
+ * nothing is written. For different counts per sequence, call it per
+ * sequence (batch 1, block_table and start offset to that sequence).
+ */
+typedef struct sa_kv_append_desc {
+  size_t struct_size; /* set by sa_kv_append_desc_init */
+  size_t batch, heads_kv, dim_qk, dim_v;
+  size_t tokens;        /* new tokens per sequence */
+  const int64_t *start; /* per sequence: its length before the append */
+  const int32_t *block_table;
+  size_t block_table_stride, page_size, num_pages;
+  sa_strides k, v;         /* the cache, as sa_attention_desc's k and v */
+  sa_strides k_new, v_new; /* the new rows [batch, heads_kv, tokens, dim];
+                              all zero: packed */
+} sa_kv_append_desc;
+
+#define SA_KV_APPEND_DESC_MIN_SIZE                                             \
+  (offsetof(sa_kv_append_desc, v_new) + sizeof(sa_strides))
+
+static inline void sa_kv_append_desc_init(sa_kv_append_desc *desc) {
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+}
+
+SA_API sa_status sa_kv_append(const sa_kv_append_desc *desc, float *k_cache,
+                              float *v_cache, const float *k_new,
+                              const float *v_new);
 
 /*
  * The standard ALiBi slopes for `heads` heads (Press et al.): 2^(-8 (h+1) / n)

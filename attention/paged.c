@@ -1,0 +1,104 @@
+/*
+ * sa_kv_append: new tokens' keys and values into a paged cache. Everything
+ * is checked first (lengths, every page each new token lands in, the extents
+ * of the cache and of the new rows), then rows are copied: a decoder appends
+ * a token per step, so this is a few memcpy calls of dim floats each.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "errors.h"
+#include "internal.h"
+
+static int span(const sa_strides *st, size_t n0, size_t n1, size_t n2,
+                size_t dim, size_t *end) {
+  size_t a, b, c, e;
+  if (__builtin_mul_overflow(n0 - 1, st->batch, &a) ||
+      __builtin_mul_overflow(n1 - 1, st->head, &b) ||
+      __builtin_mul_overflow(n2 - 1, st->seq, &c) ||
+      __builtin_add_overflow(a, b, &e) || __builtin_add_overflow(e, c, &e) ||
+      __builtin_add_overflow(e, dim, &e) ||
+      e > (size_t)PTRDIFF_MAX / sizeof(float))
+    return 1;
+  *end = e;
+  return 0;
+}
+
+sa_status sa_kv_append(const sa_kv_append_desc *desc, float *k_cache,
+                       float *v_cache, const float *k_new, const float *v_new) {
+  if (!desc || !k_cache || !v_cache || !k_new || !v_new)
+    return sa_fail(SA_ERR_NULL_POINTER,
+                   "sa_kv_append: desc, caches and new rows must not be NULL");
+  sa_kv_append_desc d;
+  sa_status st = sa_struct_load("sa_kv_append_desc", desc,
+                                SA_KV_APPEND_DESC_MIN_SIZE, sizeof d, &d);
+  if (st)
+    return st;
+  if (!d.start || !d.block_table)
+    return sa_fail(SA_ERR_NULL_POINTER, "sa_kv_append: start and "
+                                        "block_table must not be NULL");
+  const size_t dims[] = {d.batch,  d.heads_kv,  d.dim_qk,   d.dim_v,
+                         d.tokens, d.page_size, d.num_pages};
+  const char *names[] = {"batch",  "heads_kv",  "dim_qk",   "dim_v",
+                         "tokens", "page_size", "num_pages"};
+  for (int i = 0; i < 7; i++)
+    if (dims[i] == 0 || dims[i] > SA_MAX_DIM)
+      return sa_fail(SA_ERR_BAD_SHAPE,
+                     "sa_kv_append: %s = %zu is outside "
+                     "[1, 2^31]",
+                     names[i], dims[i]);
+  sa_strides *cache[] = {&d.k, &d.v}, *fresh[] = {&d.k_new, &d.v_new};
+  size_t dim[] = {d.dim_qk, d.dim_v}, end;
+  for (int t = 0; t < 2; t++) {
+    sa_strides *c = cache[t], *n = fresh[t];
+    if (!c->batch && !c->head && !c->seq)
+      *c = (sa_strides){d.page_size * d.heads_kv * dim[t], dim[t],
+                        d.heads_kv * dim[t]};
+    if (!n->batch && !n->head && !n->seq)
+      *n = (sa_strides){d.heads_kv * d.tokens * dim[t], d.tokens * dim[t],
+                        dim[t]};
+    if (span(c, d.num_pages, d.heads_kv, d.page_size, dim[t], &end) ||
+        span(n, d.batch, d.heads_kv, d.tokens, dim[t], &end))
+      return sa_fail(SA_ERR_OVERFLOW,
+                     "sa_kv_append: strides span more than the address "
+                     "space");
+  }
+  for (size_t b = 0; b < d.batch; b++) {
+    if (d.start[b] < 0 || (uint64_t)d.start[b] > SA_MAX_DIM)
+      return sa_fail(SA_ERR_BAD_SHAPE, "sa_kv_append: start[%zu] = %lld", b,
+                     (long long)d.start[b]);
+    size_t first = (size_t)d.start[b] / d.page_size;
+    size_t last = ((size_t)d.start[b] + d.tokens - 1) / d.page_size;
+    if (last >= d.block_table_stride)
+      return sa_fail(SA_ERR_BAD_SHAPE,
+                     "sa_kv_append: sequence %zu reaches page %zu of a table "
+                     "of %zu",
+                     b, last, d.block_table_stride);
+    for (size_t i = first; i <= last; i++) {
+      int32_t pg = d.block_table[b * d.block_table_stride + i];
+      if (pg < 0 || (size_t)pg >= d.num_pages)
+        return sa_fail(SA_ERR_BAD_ARGUMENT,
+                       "sa_kv_append: block_table[%zu][%zu] = %d is not a "
+                       "page in [0, %zu)",
+                       b, i, pg, d.num_pages);
+    }
+  }
+  float *dst[] = {k_cache, v_cache};
+  const float *src[] = {k_new, v_new};
+  for (size_t b = 0; b < d.batch; b++)
+    for (size_t tok = 0; tok < d.tokens; tok++) {
+      size_t pos = (size_t)d.start[b] + tok;
+      size_t pg =
+          (size_t)d.block_table[b * d.block_table_stride + pos / d.page_size];
+      size_t slot = pos % d.page_size;
+      for (int t = 0; t < 2; t++)
+        for (size_t h = 0; h < d.heads_kv; h++)
+          memmove(dst[t] + pg * cache[t]->batch + h * cache[t]->head +
+                      slot * cache[t]->seq,
+                  src[t] + b * fresh[t]->batch + h * fresh[t]->head +
+                      tok * fresh[t]->seq,
+                  dim[t] * sizeof(float));
+    }
+  sa_clear_error();
+  return SA_OK;
+}
