@@ -19,8 +19,8 @@
 #include "internal.h"
 
 /* Where keys [j0, j0 + nb) of the tile's KV head are, as rows ld apart.
- * A paged cache: inside one page (the caller keeps blocks there when pages
- * are at least a block long), else gathered into scratch. */
+ * A paged cache: inside one page (the caller keeps blocks there, see
+ * sa_pages_in_place), else gathered into scratch. */
 static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
                     size_t j0, size_t nb, const float **k, size_t *ldk,
                     const float **v, size_t *ldv) {
@@ -32,7 +32,7 @@ static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
     return;
   }
   const int32_t *pages = p->table + t->b * p->table_ld;
-  if (p->page >= p->block_kv) {
+  if (sa_pages_in_place(p)) {
     size_t pg = (size_t)pages[j0 / p->page], slot = j0 % p->page;
     *k = t->k + pg * p->k.batch + slot * p->k.seq;
     *v = t->v + pg * p->v.batch + slot * p->v.seq;
@@ -41,13 +41,27 @@ static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
     return;
   }
   float *gk = ws->buf + p->kvgather, *gv = gk + p->block_kv * p->dim_qk;
-  for (size_t j = 0; j < nb; j++) {
+  for (size_t j = 0; j < nb;) {
+    /* a run of keys in one page: one copy when its rows are adjacent (a
+     * head-major page), else one per row */
     size_t key = j0 + j, pg = (size_t)pages[key / p->page];
-    size_t slot = key % p->page;
-    memcpy(gk + j * p->dim_qk, t->k + pg * p->k.batch + slot * p->k.seq,
-           p->dim_qk * sizeof(float));
-    memcpy(gv + j * p->dim_v, t->v + pg * p->v.batch + slot * p->v.seq,
-           p->dim_v * sizeof(float));
+    size_t slot = key % p->page, run = p->page - slot;
+    run = run < nb - j ? run : nb - j;
+    const float *ks = t->k + pg * p->k.batch + slot * p->k.seq;
+    const float *vs = t->v + pg * p->v.batch + slot * p->v.seq;
+    if (p->k.seq == p->dim_qk)
+      memcpy(gk + j * p->dim_qk, ks, run * p->dim_qk * sizeof(float));
+    else
+      for (size_t r = 0; r < run; r++)
+        memcpy(gk + (j + r) * p->dim_qk, ks + r * p->k.seq,
+               p->dim_qk * sizeof(float));
+    if (p->v.seq == p->dim_v)
+      memcpy(gv + j * p->dim_v, vs, run * p->dim_v * sizeof(float));
+    else
+      for (size_t r = 0; r < run; r++)
+        memcpy(gv + (j + r) * p->dim_v, vs + r * p->v.seq,
+               p->dim_v * sizeof(float));
+    j += run;
   }
   *k = gk;
   *v = gv;
@@ -76,7 +90,7 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
   size_t nb;
   for (size_t j0 = r.jlo; j0 < r.jhi; j0 += nb) {
     nb = r.jhi - j0 < bkv ? r.jhi - j0 : bkv;
-    if (p->table && p->page >= bkv && nb > p->page - j0 % p->page)
+    if (p->table && sa_pages_in_place(p) && nb > p->page - j0 % p->page)
       nb = p->page - j0 % p->page; /* a block never spans two pages */
     int partial, left;
     if (!sa_rows_block(p, t, &r, j0, nb, &partial, &left))

@@ -361,7 +361,7 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   /* paged keys in pages smaller than a key block: the block's K and V rows
    * are gathered contiguous */
   size_t gkv = 0;
-  if (!ov && p->table && p->page < p->block_kv)
+  if (!ov && p->table && !sa_pages_in_place(p))
     ov = mul_ov(p->block_kv, p->dim_qk + p->dim_v, &gkv);
   if (ov || add_ov(p->gather, gadd, &p->kvgather) ||
       add_ov(p->kvgather, gbool, &p->kvgather) ||
