@@ -1,6 +1,6 @@
 #!/bin/sh
 # Makes sure the Debian packages a make target needs are installed.
-# Usage: scripts/deps.sh PROFILE...   (base, bench, compare, aarch64, ci, python)
+# Usage: scripts/deps.sh PROFILE...   (base, bench, compare, aarch64, ci, python, mpi)
 # As root it installs what is missing; otherwise it prints the exact
 # apt-get line and exits 1. Nothing is fetched from anywhere but apt.
 set -eu
@@ -16,6 +16,8 @@ for profile in "$@"; do
   # the Python binding's tests; python3-wheel because pip --no-build-isolation
   # builds the wheel with the setuptools and wheel already installed
   python) need="$need python3 python3-venv python3-numpy python3-pytest python3-torch python3-wheel" ;;
+  # examples/seqpar: mpirun and the MPI C headers/library CMake's FindMPI needs
+  mpi) need="$need openmpi-bin libopenmpi-dev" ;;
   aarch64) need="$need qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross libsleef-dev:arm64 libhwloc-dev:arm64"; arm64=1 ;;
   *) echo "deps.sh: unknown profile '$profile'" >&2; exit 2 ;;
   esac
