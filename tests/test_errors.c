@@ -21,6 +21,22 @@ static float mask_f[2 * 2 * L * L],
 static uint8_t mask_b[2 * 2 * L * L];
 static int64_t lens_long[2] = {L, L + 1}, lens_neg[2] = {-1, L};
 static float lse_buf[2 * 2 * L], lse_before[2 * 2 * L];
+/* Ragged and paged sides (batch 2): prefix sums and block tables, each
+ * spoilt in one way. A paged pool of 8 pages of 2 tokens fills k and v. */
+static int32_t cu_ok[3] = {0, 2, 4}, cu_decreasing[3] = {0, 3, 2},
+               cu_negative[3] = {-1, 1, 3}, cu_long[3] = {0, 1, L + 2},
+               table_ok[4] = {5, 2, 7, 0}, table_out[4] = {5, 2, 7, 8},
+               table_neg[4] = {5, -1, 7, 0};
+
+/* A valid paged description of k and v (fused, or auto if asked). */
+static void paged(sa_attention_desc *d, const int32_t *table) {
+  d->block_table = table;
+  d->block_table_stride = 2;
+  d->page_size = 2;
+  d->num_pages = 8;
+  if (d->algorithm == SA_ALGO_THREE_PASS)
+    d->algorithm = SA_ALGO_FUSED;
+}
 
 static sa_attention_desc good(void) {
   sa_attention_desc d;
@@ -109,6 +125,25 @@ EDIT(e_lse_on_q, d->lse = (float *)*pq + 1)
 EDIT(e_o_on_mask, d->mask_add = *po + 2)
 EDIT(e_lse_on_mask, d->lse = lse_buf;
      d->mask_bool = (const uint8_t *)(const void *)(lse_buf + 3))
+EDIT(e_cu_q_decreasing, d->cu_seqlens_q = cu_decreasing)
+EDIT(e_cu_q_negative, d->cu_seqlens_q = cu_negative)
+EDIT(e_cu_q_long, d->cu_seqlens_q = cu_long)
+EDIT(e_cu_kv_decreasing, d->cu_seqlens_kv = cu_decreasing)
+EDIT(e_cu_kv_negative, d->cu_seqlens_kv = cu_negative)
+EDIT(e_cu_kv_long, d->cu_seqlens_kv = cu_long)
+EDIT(e_cu_both_one_bad, d->cu_seqlens_q = cu_ok; d->cu_seqlens_kv = cu_long)
+EDIT(e_table_out, paged(d, table_out))
+EDIT(e_table_neg, paged(d, table_neg))
+EDIT(e_table_stride, paged(d, table_ok); d->block_table_stride = 1)
+EDIT(e_table_stride0, paged(d, table_ok); d->block_table_stride = 0)
+EDIT(e_page0, paged(d, table_ok); d->page_size = 0)
+EDIT(e_pages0, paged(d, table_ok); d->num_pages = 0)
+EDIT(e_page_huge, paged(d, table_ok); d->page_size = SA_MAX_DIM + 1)
+EDIT(e_pool_overflow, paged(d, table_ok); d->num_pages = SA_MAX_DIM;
+     d->page_size = SA_MAX_DIM)
+EDIT(e_table_valid_long, paged(d, table_ok); d->len_kv_valid = lens_long)
+EDIT(e_table_cu_kv, paged(d, table_ok); d->cu_seqlens_kv = cu_ok)
+EDIT(e_paged_three_pass, paged(d, table_ok); d->algorithm = SA_ALGO_THREE_PASS)
 
 static const bad_case table[] = {
     {"desc NULL", SA_ERR_NULL_POINTER, 0, e_null_desc},
@@ -167,6 +202,30 @@ static const bad_case table[] = {
     {"lse overlaps q", SA_ERR_BAD_STRIDE, 1, e_lse_on_q},
     {"o overlaps mask_add", SA_ERR_BAD_STRIDE, 1, e_o_on_mask},
     {"lse overlaps mask_bool", SA_ERR_BAD_STRIDE, 1, e_lse_on_mask},
+    /* ragged and paged sides: validation, which the workspace query runs
+     * too (about_pointers 0) */
+    {"cu_seqlens_q decreasing", SA_ERR_BAD_SHAPE, 0, e_cu_q_decreasing},
+    {"cu_seqlens_q[0] negative", SA_ERR_BAD_SHAPE, 0, e_cu_q_negative},
+    {"a query sequence longer than len_q", SA_ERR_BAD_SHAPE, 0, e_cu_q_long},
+    {"cu_seqlens_kv decreasing", SA_ERR_BAD_SHAPE, 0, e_cu_kv_decreasing},
+    {"cu_seqlens_kv[0] negative", SA_ERR_BAD_SHAPE, 0, e_cu_kv_negative},
+    {"a key sequence longer than len_kv", SA_ERR_BAD_SHAPE, 0, e_cu_kv_long},
+    {"cu_seqlens_q fine, cu_seqlens_kv too long", SA_ERR_BAD_SHAPE, 0,
+     e_cu_both_one_bad},
+    {"block_table entry = num_pages", SA_ERR_BAD_ARGUMENT, 0, e_table_out},
+    {"block_table entry negative", SA_ERR_BAD_ARGUMENT, 0, e_table_neg},
+    {"block_table_stride below a sequence's pages", SA_ERR_BAD_SHAPE, 0,
+     e_table_stride},
+    {"block_table_stride 0", SA_ERR_BAD_SHAPE, 0, e_table_stride0},
+    {"page_size 0", SA_ERR_BAD_SHAPE, 0, e_page0},
+    {"num_pages 0", SA_ERR_BAD_SHAPE, 0, e_pages0},
+    {"page_size > SA_MAX_DIM", SA_ERR_BAD_SHAPE, 0, e_page_huge},
+    {"page pool spans past SIZE_MAX", SA_ERR_OVERFLOW, 0, e_pool_overflow},
+    {"paged len_kv_valid above len_kv", SA_ERR_BAD_SHAPE, 0,
+     e_table_valid_long},
+    {"block_table with cu_seqlens_kv", SA_ERR_BAD_ARGUMENT, 0, e_table_cu_kv},
+    {"paged under SA_ALGO_THREE_PASS", SA_ERR_BAD_ARGUMENT, 0,
+     e_paged_three_pass},
 };
 
 static void test_table(const sa_kernel_set *ks) {
@@ -366,6 +425,157 @@ static void test_merge_errors(void) {
   }
 }
 
+/* sa_kv_append: each bad input a status, the caches untouched (the bad
+ * part is in the second sequence where it can be: nothing is written for
+ * the first either), the new rows untouched. */
+static void test_kv_append_errors(void) {
+  t_context = "kv_append";
+  enum { PAGES = 8, PAGE = 2, T = 2, CACHE = PAGES * PAGE * D };
+  static float kc[CACHE], vc[CACHE], kc0[CACHE], vc0[CACHE], kn[2 * T * D],
+      vn[2 * T * D], kn0[2 * T * D];
+  t_fill(kc0, CACHE, -5, 5);
+  t_fill(vc0, CACHE, -5, 5);
+  t_fill(kn, 2 * T * D, -1, 1);
+  t_fill(vn, 2 * T * D, -1, 1);
+  memcpy(kn0, kn, sizeof kn);
+  int64_t start_ok[2] = {0, 1}, start_neg[2] = {0, -1},
+          start_past[2] = {0, 2 * PAGE - 1}, start_huge[2] = {0, INT64_MAX};
+  int32_t table_ok2[4] = {3, 6, 1, 4}, table_out2[4] = {3, 6, 8, 4},
+          table_neg2[4] = {3, 6, -2, 4}, table_far[4] = {3, 6, 1, 9};
+  struct {
+    const char *what;
+    sa_status want;
+    int field;
+  } cases[] = {
+      {"desc NULL", SA_ERR_NULL_POINTER, 0},
+      {"k_cache NULL", SA_ERR_NULL_POINTER, 1},
+      {"v_cache NULL", SA_ERR_NULL_POINTER, 2},
+      {"k_new NULL", SA_ERR_NULL_POINTER, 3},
+      {"v_new NULL", SA_ERR_NULL_POINTER, 4},
+      {"start NULL", SA_ERR_NULL_POINTER, 5},
+      {"block_table NULL", SA_ERR_NULL_POINTER, 6},
+      {"struct_size 0", SA_ERR_STRUCT_SIZE, 7},
+      {"batch 0", SA_ERR_BAD_SHAPE, 8},
+      {"heads_kv 0", SA_ERR_BAD_SHAPE, 9},
+      {"dim_qk 0", SA_ERR_BAD_SHAPE, 10},
+      {"dim_v 0", SA_ERR_BAD_SHAPE, 11},
+      {"tokens 0", SA_ERR_BAD_SHAPE, 12},
+      {"page_size 0", SA_ERR_BAD_SHAPE, 13},
+      {"num_pages 0", SA_ERR_BAD_SHAPE, 14},
+      {"a start negative", SA_ERR_BAD_SHAPE, 15},
+      {"a start past SA_MAX_DIM", SA_ERR_BAD_SHAPE, 16},
+      {"a page = num_pages", SA_ERR_BAD_ARGUMENT, 17},
+      {"a page negative", SA_ERR_BAD_ARGUMENT, 18},
+      {"the table too short for the new tokens", SA_ERR_BAD_SHAPE, 19},
+      {"cache strides span past SIZE_MAX", SA_ERR_OVERFLOW, 20},
+      {"new rows' strides span past ptrdiff_t", SA_ERR_OVERFLOW, 21},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    sa_kv_append_desc d;
+    sa_kv_append_desc_init(&d);
+    d.batch = 2, d.heads_kv = 1, d.dim_qk = D, d.dim_v = D, d.tokens = T;
+    d.start = start_ok, d.block_table = table_ok2;
+    d.block_table_stride = 2, d.page_size = PAGE, d.num_pages = PAGES;
+    float *pk = kc, *pv = vc;
+    const float *nk = kn, *nv = vn;
+    memcpy(kc, kc0, sizeof kc);
+    memcpy(vc, vc0, sizeof vc);
+    switch (cases[c].field) {
+    case 1:
+      pk = NULL;
+      break;
+    case 2:
+      pv = NULL;
+      break;
+    case 3:
+      nk = NULL;
+      break;
+    case 4:
+      nv = NULL;
+      break;
+    case 5:
+      d.start = NULL;
+      break;
+    case 6:
+      d.block_table = NULL;
+      break;
+    case 7:
+      d.struct_size = 0;
+      break;
+    case 8:
+      d.batch = 0;
+      break;
+    case 9:
+      d.heads_kv = 0;
+      break;
+    case 10:
+      d.dim_qk = 0;
+      break;
+    case 11:
+      d.dim_v = 0;
+      break;
+    case 12:
+      d.tokens = 0;
+      break;
+    case 13:
+      d.page_size = 0;
+      break;
+    case 14:
+      d.num_pages = 0;
+      break;
+    case 15:
+      d.start = start_neg;
+      break;
+    case 16:
+      d.start = start_huge;
+      break;
+    case 17:
+      d.block_table = table_out2;
+      break;
+    case 18:
+      d.block_table = table_neg2;
+      break;
+    case 19: /* tokens 3 and 4 of sequence 1 need its page 2: none */
+      d.start = start_past;
+      d.block_table = table_far;
+      break;
+    case 20:
+      d.k = (sa_strides){SIZE_MAX / 4, 1, 1};
+      break;
+    case 21:
+      d.v_new = (sa_strides){0, 0, (size_t)PTRDIFF_MAX / 2};
+      break;
+    default:
+      break;
+    }
+    sa_status st =
+        sa_kv_append(cases[c].field == 0 ? NULL : &d, pk, pv, nk, nv);
+    CHECK(st == cases[c].want, "%s: got '%s', want '%s'", cases[c].what,
+          sa_status_str(st), sa_status_str(cases[c].want));
+    CHECK(memcmp(kc, kc0, sizeof kc) == 0 && memcmp(vc, vc0, sizeof vc) == 0,
+          "%s: a cache was modified", cases[c].what);
+    CHECK(memcmp(kn, kn0, sizeof kn) == 0, "%s: new rows modified",
+          cases[c].what);
+    CHECK(sa_last_error()[0] != '\0', "%s: no detail message", cases[c].what);
+  }
+  /* the same call made valid writes: sequence 1's two tokens at keys 1
+   * and 2, slot 1 of page 1 (table_ok2[2]) and slot 0 of page 4 */
+  sa_kv_append_desc d;
+  sa_kv_append_desc_init(&d);
+  d.batch = 2, d.heads_kv = 1, d.dim_qk = D, d.dim_v = D, d.tokens = T;
+  d.start = start_ok, d.block_table = table_ok2;
+  d.block_table_stride = 2, d.page_size = PAGE, d.num_pages = PAGES;
+  memcpy(kc, kc0, sizeof kc);
+  memcpy(vc, vc0, sizeof vc);
+  CHECK(sa_kv_append(&d, kc, vc, kn, vn) == SA_OK, "valid append: %s",
+        sa_last_error());
+  CHECK(memcmp(kc + (1 * PAGE + 1) * D, kn + T * D, D * sizeof(float)) == 0 &&
+            memcmp(vc + (4 * PAGE + 0) * D, vn + (T + 1) * D,
+                   D * sizeof(float)) == 0 &&
+            memcmp(kc + (3 * PAGE) * D, kn, 2 * D * sizeof(float)) == 0,
+        "valid append: rows not where the table puts them");
+}
+
 int main(void) {
   t_seed(4);
   t_fill(lse_before, 2 * 2 * L, -7, 7);
@@ -381,5 +591,6 @@ int main(void) {
   test_strings();
   test_nan_rows();
   test_merge_errors();
+  test_kv_append_errors();
   return t_finish("test_errors");
 }
