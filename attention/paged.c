@@ -52,8 +52,8 @@ sa_status sa_kv_append(const sa_kv_append_desc *desc, float *k_cache,
   for (int t = 0; t < 2; t++) {
     sa_strides *c = cache[t], *n = fresh[t];
     if (!c->batch && !c->head && !c->seq)
-      *c = (sa_strides){d.page_size * d.heads_kv * dim[t], dim[t],
-                        d.heads_kv * dim[t]};
+      *c = (sa_strides){d.heads_kv * d.page_size * dim[t], d.page_size * dim[t],
+                        dim[t]};
     if (!n->batch && !n->head && !n->seq)
       *n = (sa_strides){d.heads_kv * d.tokens * dim[t], d.tokens * dim[t],
                         dim[t]};

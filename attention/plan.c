@@ -251,8 +251,11 @@ static sa_status plan_ragged(const sa_attention_desc *d, sa_plan *p, size_t *qn,
     *kl = p->page;
     for (int t = 0; t < 2; t++)
       if (!ks[t]->batch && !ks[t]->head && !ks[t]->seq)
-        *ks[t] = (sa_strides){p->page * p->heads_kv * kd[t], kd[t],
-                              p->heads_kv * kd[t]};
+        /* head-major pages: one head's keys adjacent, as contiguous
+         * caches have them (a token-major page strides a head's rows by
+         * heads_kv * dim, which cost decode a third of its bandwidth) */
+        *ks[t] =
+            (sa_strides){p->heads_kv * p->page * kd[t], p->page * kd[t], kd[t]};
   }
   return SA_OK;
 }

@@ -437,7 +437,11 @@ typedef struct sa_attention_desc {
    * page_size tokens, and key j of sequence b lives in slot j % page_size of
    * page block_table[b * block_table_stride + j / page_size]. The k and v
    * strides step pages (batch), slots (seq) and heads (head); all zero
-   * means packed [num_pages, page_size, heads_kv, dim]. Sequence b has
+   * means packed head-major pages [num_pages, heads_kv, page_size, dim]
+   * (vLLM's and FlashInfer's "HND"; FlashAttention's [num_pages,
+   * page_size, heads_kv, dim] is {page_size*heads_kv*dim, dim,
+   * heads_kv*dim}, slower at decode: a head's rows lie heads_kv*dim
+   * apart). Sequence b has
    * len_kv_valid[b] keys (else len_kv); every page it uses must be in
    * [0, num_pages). Pages may be in any order and shared between
    * sequences. Not with cu_seqlens_kv; needs SA_ALGO_FUSED (or AUTO). */

@@ -101,7 +101,7 @@ static tlay paged_layout(int kind, size_t np, size_t P, size_t h, size_t d) {
   switch (kind) {
   case 0:
     x.st = (sa_strides){0, 0, 0};
-    x.rs = (sa_strides){P * h * d, d, h * d};
+    x.rs = (sa_strides){h * P * d, P * d, d}; /* head-major pages */
     break;
   case 1: {
     size_t seq = h * (d + 2) + 1;

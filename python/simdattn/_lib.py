@@ -104,6 +104,11 @@ class AttentionDesc(Structure):
         ("alibi_slopes", c_void_p), ("sinks", c_void_p),
         ("len_kv_valid", c_void_p),
         ("lse", c_void_p), ("lse_at", Strides),
+        # 0.3: ragged batches and paged KV caches (not exposed by attention()
+        # yet; bound so the struct is the header's)
+        ("cu_seqlens_q", c_void_p), ("cu_seqlens_kv", c_void_p),
+        ("block_table", c_void_p), ("block_table_stride", c_size_t),
+        ("page_size", c_size_t), ("num_pages", c_size_t),
     ]
 
 
