@@ -39,16 +39,37 @@
  * given as an additive [batch, 1, 1, len_kv] mask of 0 and -inf (how HF
  * models pass padding); WINDOW: causal with a left window of `window` keys;
  * SOFTCAP: prefill with softcap 50. */
-enum { PREFILL, CAUSAL, DECODE, CROSS, PADDED, WINDOW, SOFTCAP };
+/* Serving layouts: MIXED, a decode batch of 8 whose caches hold 1/8 .. 8/8
+ * of len_kv keys (len_kv_valid), contiguous; PAGED, the same in a paged
+ * cache of `page` keys a page, pages shuffled; VARLEN, 8 causal prefill
+ * sequences of 100 .. 2000 tokens packed end to end (cu_seqlens), beside
+ * the same tokens as 8 separate calls (VARLEN_SPLIT) and padded to the
+ * longest (VARLEN_PAD: [8, 2000] with len_kv_valid). */
+enum {
+  PREFILL,
+  CAUSAL,
+  DECODE,
+  CROSS,
+  PADDED,
+  WINDOW,
+  SOFTCAP,
+  MIXED,
+  PAGED,
+  VARLEN,
+  VARLEN_SPLIT,
+  VARLEN_PAD
+};
+#define NSEQ 8
 
 typedef struct shape {
   char name[64];
   int kind;
   size_t batch, hq, hkv, lq, lkv, d;
   size_t window;
+  size_t page; /* PAGED */
 } shape;
 
-#define MAX_SHAPES 16
+#define MAX_SHAPES 24
 static shape shapes[MAX_SHAPES];
 static size_t n_shapes;
 static float *refs[MAX_SHAPES]; /* the oracle's output, once per shape */
@@ -56,7 +77,7 @@ static float *refs[MAX_SHAPES]; /* the oracle's output, once per shape */
 static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
                       size_t d) {
   shape *s = &shapes[n_shapes++];
-  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0};
+  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0, 0};
   switch (kind) {
   case PREFILL:
     snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu", lq, d, hq);
@@ -80,10 +101,41 @@ static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
   case SOFTCAP:
     snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu_softcap", lq, d, hq);
     break;
+  case MIXED:
+  case PAGED:
+    s->batch = NSEQ;
+    s->page = kind == PAGED ? lq : 0; /* lq carries the page size */
+    s->lq = 1;
+    if (kind == MIXED)
+      snprintf(s->name, sizeof s->name, "decode_b8_mixed_Lk%zu_d%zu_h%zukv%zu",
+               lkv, d, hq, hkv);
+    else
+      snprintf(s->name, sizeof s->name,
+               "decode_b8_mixed_Lk%zu_d%zu_h%zukv%zu_page%zu", lkv, d, hq, hkv,
+               s->page);
+    break;
+  case VARLEN:
+  case VARLEN_SPLIT:
+  case VARLEN_PAD:
+    s->batch = NSEQ;
+    snprintf(s->name, sizeof s->name, "prefill_8seq_L100-%zu_d%zu_h%zu_%s", lq,
+             d, hq,
+             kind == VARLEN         ? "varlen"
+             : kind == VARLEN_SPLIT ? "separate"
+                                    : "padded");
+    break;
   default:
     snprintf(s->name, sizeof s->name, "cross_Lq%zu_Lk%zu_d%zu_h%zu", lq, lkv, d,
              hq);
   }
+}
+
+/* Keys of sequence b in MIXED/PAGED (1/8 .. 8/8 of len_kv), or its length in
+ * the VARLEN kinds (100 .. len_q, evenly spaced). */
+static size_t seq_len(const shape *s, size_t b) {
+  if (s->kind == MIXED || s->kind == PAGED)
+    return s->lkv * (b + 1) / NSEQ;
+  return 100 + (s->lq - 100) * b / (NSEQ - 1);
 }
 
 /* Valid keys of batch item b of a PADDED shape. */
@@ -91,8 +143,16 @@ static size_t padded_len(const shape *s, size_t b) {
   return s->lkv * (s->batch - b) / s->batch;
 }
 
+typedef struct layout_data {
+  const float *pad;
+  int64_t lens[NSEQ];
+  int32_t cu[NSEQ + 1];
+  int32_t *table;
+  size_t pages;
+} layout_data;
+
 static sa_attention_desc desc_of(const shape *s, sa_algorithm algo,
-                                 const float *pad) {
+                                 const layout_data *ld) {
   sa_attention_desc d;
   sa_attention_desc_init(&d);
   d.batch = s->batch;
@@ -107,7 +167,7 @@ static sa_attention_desc desc_of(const shape *s, sa_algorithm algo,
                                                   : SA_MASK_NONE;
   d.algorithm = algo;
   if (s->kind == PADDED) {
-    d.mask_add = pad;
+    d.mask_add = ld->pad;
     d.mask_add_layout = (sa_mask_layout){s->lkv, 0, 0, 1, 0};
   }
   if (s->kind == WINDOW) {
@@ -117,6 +177,27 @@ static sa_attention_desc desc_of(const shape *s, sa_algorithm algo,
   }
   if (s->kind == SOFTCAP)
     d.softcap = 50.0f;
+  if (s->kind == MIXED || s->kind == PAGED)
+    d.len_kv_valid = ld->lens;
+  if (s->kind == PAGED) {
+    d.block_table = ld->table;
+    d.block_table_stride = s->lkv / s->page;
+    d.page_size = s->page;
+    d.num_pages = ld->pages;
+    d.algorithm = SA_ALGO_FUSED;
+  }
+  if (s->kind >= VARLEN) {
+    d.mask = SA_MASK_CAUSAL_TOP_LEFT;
+    d.len_kv = s->lq;
+    sa_strides tok = {s->lq * s->hq * s->d, s->d, s->hq * s->d};
+    d.q = d.k = d.v = d.o = tok; /* [B, L, H, D]; ragged: [tokens, H, D] */
+    if (s->kind == VARLEN) {
+      d.cu_seqlens_q = d.cu_seqlens_kv = ld->cu;
+      d.q.batch = d.k.batch = d.v.batch = d.o.batch = 0;
+    }
+    if (s->kind == VARLEN_PAD)
+      d.len_kv_valid = ld->lens;
+  }
   return d;
 }
 
@@ -132,6 +213,10 @@ static double visible_pairs(const shape *s) {
         see = s->window + 1;
       if (s->kind == PADDED)
         see = padded_len(s, b);
+      if (s->kind == MIXED || s->kind == PAGED)
+        see = seq_len(s, b);
+      if (s->kind >= VARLEN) /* the real tokens' pairs only */
+        see = i < seq_len(s, b) ? i + 1 : 0;
       n += (double)see;
     }
   return n;
@@ -147,9 +232,10 @@ typedef struct shape_data {
   int idx;
   float *q, *k, *v, *o, *s, *pad;
   size_t q_elems, kv_elems, o_elems, copies;
+  layout_data ld;
 } shape_data;
 
-static shape_data cur = {-1, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0};
+static shape_data cur = {.idx = -1};
 
 /* The current shape's inputs; switching shapes frees the previous one's. */
 static shape_data *data_for(int idx) {
@@ -161,11 +247,32 @@ static shape_data *data_for(int idx) {
   sa_bench_free(cur.o);
   sa_bench_free(cur.s);
   sa_bench_free(cur.pad);
+  free(cur.ld.table);
   const shape *s = &shapes[idx];
-  cur = (shape_data){idx, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 1};
+  cur = (shape_data){.idx = idx, .copies = 1};
   cur.q_elems = s->batch * s->hq * s->lq * s->d;
   cur.kv_elems = s->batch * s->hkv * s->lkv * s->d;
   cur.o_elems = s->batch * s->hq * s->lq * s->d;
+  layout_data *ld = &cur.ld;
+  if (s->kind == MIXED || s->kind == PAGED || s->kind == VARLEN_PAD)
+    for (size_t b = 0; b < NSEQ; b++)
+      ld->lens[b] = (int64_t)seq_len(s, b);
+  if (s->kind == PAGED) {
+    /* room for every sequence's full length, in shuffled order */
+    ld->pages = s->batch * (s->lkv / s->page);
+    ld->table = malloc(ld->pages * sizeof(int32_t));
+    if (!ld->table)
+      abort();
+    for (size_t i = 0; i < ld->pages; i++)
+      ld->table[i] = (int32_t)((i * 7919) % ld->pages);
+  }
+  if (s->kind == VARLEN || s->kind == VARLEN_SPLIT) {
+    ld->cu[0] = 0;
+    for (size_t b = 0; b < NSEQ; b++)
+      ld->cu[b + 1] = ld->cu[b] + (int32_t)seq_len(s, b);
+    cur.q_elems = cur.kv_elems = cur.o_elems =
+        (size_t)ld->cu[NSEQ] * s->hq * s->d;
+  }
   if (s->kind == DECODE) {
     size_t one = 2 * cur.kv_elems * sizeof(float);
     cur.copies = sa_bench_cfg.decode_bytes / one;
@@ -184,6 +291,7 @@ static shape_data *data_for(int idx) {
     for (size_t b = 0; b < s->batch; b++)
       for (size_t j = 0; j < s->lkv; j++)
         cur.pad[b * s->lkv + j] = j < padded_len(s, b) ? 0.0f : -INFINITY;
+    cur.ld.pad = cur.pad;
   }
   for (size_t c = 1; c < cur.copies; c++) {
     memcpy(cur.k + c * cur.kv_elems, cur.k, cur.kv_elems * sizeof(float));
@@ -213,13 +321,31 @@ static sa_context *context_for(const sa_kernel_set *ks) {
   return contexts[i];
 }
 
+/* One measured call; VARLEN_SPLIT is its sequences one call each. */
+static sa_status call(sa_context *ctx, const shape *s,
+                      const sa_attention_desc *d, const shape_data *sd,
+                      const float *k, const float *v, float *o) {
+  if (s->kind != VARLEN_SPLIT)
+    return sa_attention(ctx, d, sd->q, k, v, o);
+  for (size_t b = 0; b < NSEQ; b++) {
+    sa_attention_desc one = *d;
+    size_t at = (size_t)sd->ld.cu[b] * s->hq * s->d;
+    one.batch = 1;
+    one.len_q = one.len_kv = seq_len(s, b);
+    sa_status st = sa_attention(ctx, &one, sd->q + at, k + at, v + at, o + at);
+    if (st != SA_OK)
+      return st;
+  }
+  return SA_OK;
+}
+
 static const float *ensure_ref(int idx, shape_data *sd) {
   if (refs[idx])
     return refs[idx];
   sa_context *ctx = context_for(sa_bench_oracle());
-  sa_attention_desc d = desc_of(&shapes[idx], SA_ALGO_THREE_PASS, sd->pad);
+  sa_attention_desc d = desc_of(&shapes[idx], SA_ALGO_THREE_PASS, &sd->ld);
   float *r = sa_bench_alloc(sd->o_elems);
-  if (!ctx || sa_attention(ctx, &d, sd->q, sd->k, sd->v, r) != SA_OK) {
+  if (!ctx || call(ctx, &shapes[idx], &d, sd, sd->k, sd->v, r) != SA_OK) {
     sa_bench_free(r);
     return NULL;
   }
@@ -251,7 +377,7 @@ static void bm_attention(sa_bench_state *st, void *argp) {
   attn_arg *a = argp;
   const shape *s = &shapes[a->shape];
   shape_data *sd = data_for(a->shape);
-  sa_attention_desc desc = desc_of(s, a->algo, sd->pad);
+  sa_attention_desc desc = desc_of(s, a->algo, &sd->ld);
   const sa_kernel_set *oracle = sa_bench_oracle();
   /* The oracle's own three_pass row produces the reference as it runs. */
   int makes_ref =
@@ -276,7 +402,7 @@ static void bm_attention(sa_bench_state *st, void *argp) {
     size_t c = it++ % sd->copies;
     const float *k = sd->k + c * sd->kv_elems, *v = sd->v + c * sd->kv_elems;
     if (a->ks) {
-      sa_status r = sa_attention(ctx, &desc, sd->q, k, v, sd->o);
+      sa_status r = call(ctx, s, &desc, sd, k, v, sd->o);
       if (r != SA_OK)
         rc = r;
     } else {
@@ -311,8 +437,11 @@ static void bm_attention(sa_bench_state *st, void *argp) {
   if (peak > 0)
     sa_bench_counter(st, "pct_peak", 100.0 * flops * iters * 1e-9 / peak,
                      SA_BENCH_RATE);
-  if (s->kind == DECODE) {
+  if (s->kind == DECODE || s->kind == MIXED || s->kind == PAGED) {
     double bytes = (double)sd->kv_elems * 2 * sizeof(float);
+    if (s->kind != DECODE) /* the keys the sequences hold */
+      bytes = visible_pairs(s) / (double)s->hq * (double)s->hkv * (double)s->d *
+              2 * sizeof(float);
     sa_bench_set_bytes_processed(st, (int64_t)(bytes * iters));
     sa_bench_counter(st, "GBps", bytes * iters * 1e-9, SA_BENCH_RATE);
     double bw = sa_peak_mem_gbs();
@@ -359,6 +488,12 @@ void sa_bench_register_attention(void) {
     add_shape(PADDED, 2, 2, 256, 256, 64);
     add_shape(WINDOW, 2, 2, 512, 512, 64);
     add_shape(SOFTCAP, 2, 2, 256, 256, 64);
+    add_shape(DECODE, 8, 1, 1, 4096, 64);
+    add_shape(MIXED, 8, 2, 1, 1024, 64);
+    add_shape(PAGED, 8, 2, 16, 1024, 64);
+    add_shape(VARLEN, 2, 2, 300, 300, 64);
+    add_shape(VARLEN_SPLIT, 2, 2, 300, 300, 64);
+    add_shape(VARLEN_PAD, 2, 2, 300, 300, 64);
   } else {
     /* Prefill with 4 heads: one core's GFLOP/s does not depend on the head
      * count, and 4 keep the scalar rows of the default suite affordable. */
@@ -375,19 +510,32 @@ void sa_bench_register_attention(void) {
     add_shape(WINDOW, 2, 2, 4096, 4096, 128);
     add_shape(WINDOW, 2, 2, 8192, 8192, 128);
     add_shape(SOFTCAP, 4, 4, 2048, 2048, 128);
+    /* Serving layouts: split-KV decode of one long MQA cache (compare 1
+     * and 2 threads), a decode batch of mixed lengths contiguous and paged
+     * (16 and 256 keys a page), and ragged prefill against separate calls
+     * and padding. */
+    add_shape(DECODE, 32, 1, 1, 32768, 128);
+    add_shape(MIXED, 32, 8, 1, 4096, 128);
+    add_shape(PAGED, 32, 8, 16, 4096, 128);
+    add_shape(PAGED, 32, 8, 256, 4096, 128);
+    add_shape(VARLEN, 4, 4, 2000, 2000, 128);
+    add_shape(VARLEN_SPLIT, 4, 4, 2000, 2000, 128);
+    add_shape(VARLEN_PAD, 4, 4, 2000, 2000, 128);
   }
 
   const sa_kernel_set *oracle = sa_bench_oracle();
   static const sa_algorithm algos[] = {SA_ALGO_THREE_PASS, SA_ALGO_FUSED};
   for (size_t si = 0; si < n_shapes; si++) {
     /* The oracle first: its three_pass row leaves the reference behind. */
-    for (size_t a = 0; a < 2; a++)
+    /* a paged cache is read by the fused driver only */
+    size_t a0 = shapes[si].kind == PAGED ? 1 : 0;
+    for (size_t a = a0; a < 2; a++)
       add((int)si, oracle, algos[a]);
     for (size_t i = 0; i < sa_kernel_set_count(); i++) {
       const sa_kernel_set *ks = sa_kernel_set_at(i);
       if (ks == oracle || !sa_kernel_set_supported(ks))
         continue;
-      for (size_t a = 0; a < 2; a++)
+      for (size_t a = a0; a < 2; a++)
         add((int)si, ks, algos[a]);
     }
 #ifdef SA_BENCH_HAVE_OPENBLAS
