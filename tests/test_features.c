@@ -2,9 +2,10 @@
  * The 0.3 features of sa_attention (additive and boolean masks with any
  * strides, sliding windows, softcap, ALiBi, sinks, per-batch valid lengths,
  * the log-sum-exp output) and sa_attention_merge / sa_alibi_slopes, on every
- * kernel set this CPU can run and both algorithms, against a double-precision
- * reference written here from the header's semantics alone (it shares no
- * code with the library's key-range logic, so a wrong range there shows).
+ * kernel set this CPU can run and both algorithms, against the
+ * double-precision reference in reference.h, written from the header's
+ * semantics alone (it shares no code with the library's key-range logic, so
+ * a wrong range there shows).
  *
  * Contexts use one thread and small tiles (block_q 4..16, block_kv 8..32)
  * so that tiles and key blocks end mid-window and mid-mask; one variant keeps
@@ -18,6 +19,7 @@
  * attention split along keys and merged; bit-identical results over thread
  * counts; the ALiBi slopes; a one-part merge.
  */
+#include "reference.h"
 #include "testing.h"
 
 #define MAX_SETS 16
@@ -124,251 +126,6 @@ static mlayout make_mask_layout(int kind, size_t b, size_t h, size_t lq,
   return m;
 }
 
-static size_t mask_at(const sa_mask_layout *a, size_t b, size_t h, size_t i,
-                      size_t j) {
-  return b * a->batch + h * a->head + i * a->row + j * a->key;
-}
-
-/* ----------------------------------------------------------- reference */
-
-/* One call's inputs, with every stride resolved for the reference. */
-typedef struct view {
-  sa_attention_desc d;            /* as passed to sa_attention */
-  sa_strides q, k, v, o, lse;     /* resolved */
-  sa_mask_layout add_at, bool_at; /* resolved */
-  const float *qp, *kp, *vp;
-} view;
-
-/* Reference output per row (b, h, i in that order) with its tolerance. */
-typedef struct refs {
-  size_t rows, empty;
-  double *o, *tol, *spread, *mag; /* rows x dim_v */
-  double *lse, *lse_tol;          /* rows */
-  size_t *nvis;                   /* keys the row sees */
-} refs;
-
-/*
- * One row in double, straight from the header: which keys it sees, their
- * logits (scale, softcap, ALiBi, additive mask), the softmax with the sink
- * in its denominator, O and LSE.
- *
- * Tolerance, in t_reference_row's terms: each logit carries the dot
- * product's (d + 2) u scale sum|q k|, plus what each later step adds:
- * softcap rounds s / cap (moving tanh's argument by u|s|, and tanh's slope
- * is at most 1) and tanh and the product with cap (a few u of the capped
- * value; tanh is 3.5 ULP in SLEEF's u35, ~2 in libm, and an ULP is at most
- * 2u relative); ALiBi rounds once (an fma)
- * and the mask add once. The softmax's subtraction of the running max
- * rounds once more, relative to the larger of the score and the max (which
- * may be the sink). With delta the worst logit error, the output moves by at
- * most (e^{2 delta} - 1) sum_j p_j |v_j - o| (the sink a key of value 0),
- * exp, sums and rescaling add (n + 8) u sum p|v|, counted as in testing.h.
- * The LSE is 1-Lipschitz in the logits (delta), plus its row sum's relative
- * error through log, plus rounding of max + log.
- */
-static void ref_row(const view *w, size_t b, size_t h, size_t i, double *s,
-                    unsigned char *vis, refs *r, size_t row) {
-  const sa_attention_desc *d = &w->d;
-  size_t hkv = h / (d->heads_q / d->heads_kv);
-  int64_t len = d->len_kv_valid ? d->len_kv_valid[b] : (int64_t)d->len_kv;
-  int64_t c = d->mask == SA_MASK_CAUSAL_BOTTOM_RIGHT
-                  ? (int64_t)i + len - (int64_t)d->len_q
-                  : (int64_t)i;
-  double scale = d->scale != 0.0f ? d->scale : 1.0 / sqrt((double)d->dim_qk);
-  double sink = d->sinks ? d->sinks[h] : -INFINITY;
-  const float *qi = w->qp + b * w->q.batch + h * w->q.head + i * w->q.seq;
-  double mx = sink, worst = 0.0, big = 0.0;
-  size_t nv = 0;
-  for (size_t j = 0; j < d->len_kv; j++) {
-    int64_t jj = (int64_t)j;
-    int see = jj < len;
-    if (d->mask != SA_MASK_NONE)
-      see &= jj <= c;
-    if (d->window) {
-      if (d->window_left >= 0)
-        see &= jj >= c - d->window_left;
-      if (d->window_right >= 0)
-        see &= jj <= c + d->window_right;
-    }
-    double add = 0.0;
-    if (d->mask_add) {
-      if (j >= w->add_at.keys)
-        see = 0;
-      else
-        add = d->mask_add[mask_at(&w->add_at, b, h, i, j)];
-      see &= add != -INFINITY;
-    }
-    if (d->mask_bool)
-      see &= j < w->bool_at.keys &&
-             d->mask_bool[mask_at(&w->bool_at, b, h, i, j)] != 0;
-    vis[j] = (unsigned char)see;
-    if (!see)
-      continue;
-    nv++;
-    const float *kj = w->kp + b * w->k.batch + hkv * w->k.head + j * w->k.seq;
-    double acc = 0.0, mag = 0.0;
-    for (size_t p = 0; p < d->dim_qk; p++) {
-      acc += (double)qi[p] * kj[p];
-      mag += fabs((double)qi[p] * kj[p]);
-    }
-    double x = scale * acc;
-    double err = ((double)d->dim_qk + 2) * U_F32 * fabs(scale) * mag +
-                 2 * U_F32 * fabs(x);
-    if (d->softcap > 0.0f) {
-      double y = d->softcap * tanh(x / d->softcap);
-      err += U_F32 * fabs(x) + 8 * U_F32 * fabs(y);
-      x = y;
-    }
-    if (d->alibi_slopes) {
-      double a = (double)d->alibi_slopes[h] * (double)(jj - c);
-      x += a;
-      err += U_F32 * fabs(a) + 2 * U_F32 * fabs(x);
-    }
-    if (d->mask_add) {
-      x += add;
-      err += 2 * U_F32 * fabs(x);
-    }
-    s[j] = x;
-    mx = x > mx ? x : mx;
-    worst = err > worst ? err : worst;
-    big = fabs(x) > big ? fabs(x) : big;
-  }
-  double *o = r->o + row * d->dim_v, *tol = r->tol + row * d->dim_v;
-  double *spread = r->spread + row * d->dim_v, *magv = r->mag + row * d->dim_v;
-  r->nvis[row] = nv;
-  if (nv == 0) {
-    r->empty++;
-    for (size_t c2 = 0; c2 < d->dim_v; c2++)
-      o[c2] = tol[c2] = spread[c2] = magv[c2] = 0.0;
-    r->lse[row] = sink;
-    r->lse_tol[row] = 0.0;
-    return;
-  }
-  worst += 2 * U_F32 * (big + fabs(mx));
-  double z = 0.0, psink = sink != -INFINITY ? exp(sink - mx) : 0.0;
-  for (size_t j = 0; j < d->len_kv; j++)
-    if (vis[j]) {
-      s[j] = exp(s[j] - mx);
-      z += s[j];
-    }
-  z += psink;
-  size_t n = nv + (sink != -INFINITY);
-  const float *v0 = w->vp + b * w->v.batch + hkv * w->v.head;
-  for (size_t c2 = 0; c2 < d->dim_v; c2++) {
-    double acc = 0.0, mag = 0.0, spr = 0.0;
-    for (size_t j = 0; j < d->len_kv; j++)
-      if (vis[j]) {
-        double vj = v0[j * w->v.seq + c2];
-        acc += s[j] / z * vj;
-        mag += s[j] / z * fabs(vj);
-      }
-    for (size_t j = 0; j < d->len_kv; j++)
-      if (vis[j])
-        spr += s[j] / z * fabs(v0[j * w->v.seq + c2] - acc);
-    spr += psink / z * fabs(acc);
-    o[c2] = acc;
-    spread[c2] = spr;
-    magv[c2] = mag;
-    tol[c2] = 1.5 * expm1(2 * worst) * spr +
-              4.0 * ((double)n + 8) * U_F32 * mag + 1e-30;
-  }
-  r->lse[row] = mx + log(z);
-  r->lse_tol[row] = worst + 4.0 * ((double)n + 8) * U_F32 +
-                    4 * U_F32 * (fabs(r->lse[row]) + fabs(mx)) + 1e-30;
-}
-
-static void refs_compute(const view *w, refs *r) {
-  const sa_attention_desc *d = &w->d;
-  r->rows = d->batch * d->heads_q * d->len_q;
-  r->empty = 0;
-  size_t n = r->rows * d->dim_v;
-  r->o = malloc(n * sizeof(double));
-  r->tol = malloc(n * sizeof(double));
-  r->spread = malloc(n * sizeof(double));
-  r->mag = malloc(n * sizeof(double));
-  r->lse = malloc(r->rows * sizeof(double));
-  r->lse_tol = malloc(r->rows * sizeof(double));
-  r->nvis = malloc(r->rows * sizeof(size_t));
-  double *s = malloc(d->len_kv * sizeof(double));
-  unsigned char *vis = malloc(d->len_kv);
-  if (!r->o || !r->tol || !r->spread || !r->mag || !r->lse || !r->lse_tol ||
-      !r->nvis || !s || !vis) {
-    fprintf(stderr, "out of memory\n");
-    exit(2);
-  }
-  size_t row = 0;
-  for (size_t b = 0; b < d->batch; b++)
-    for (size_t h = 0; h < d->heads_q; h++)
-      for (size_t i = 0; i < d->len_q; i++, row++)
-        ref_row(w, b, h, i, s, vis, r, row);
-  free(s);
-  free(vis);
-}
-
-static void refs_free(refs *r) {
-  free(r->o), free(r->tol), free(r->spread), free(r->mag);
-  free(r->lse), free(r->lse_tol), free(r->nvis);
-  memset(r, 0, sizeof *r);
-}
-
-/*
- * O and LSE against the reference: rows that see no key must be exact zeros
- * with LSE exactly -inf (or the sink); the others within the reference's
- * tolerances. Every element of O and LSE the
- * layouts name must have been written (they start NaN, which fails any
- * comparison), every other float of the buffers must still be NaN.
- * One CHECK per call, naming the first bad element. Returns 1 on failure.
- */
-static int check_result(const view *w, const refs *r, const float *o,
-                        size_t o_floats, const float *lse, size_t lse_floats) {
-  const sa_attention_desc *d = &w->d;
-  unsigned char *mine = calloc(o_floats, 1);
-  unsigned char *lmine = calloc(lse_floats + 1, 1);
-  size_t bad = 0, row = 0;
-  char first[256] = "";
-  for (size_t b = 0; b < d->batch; b++)
-    for (size_t h = 0; h < d->heads_q; h++)
-      for (size_t i = 0; i < d->len_q; i++, row++) {
-        size_t at = b * w->o.batch + h * w->o.head + i * w->o.seq;
-        int empty = r->nvis[row] == 0;
-        for (size_t c = 0; c < d->dim_v; c++) {
-          size_t e = row * d->dim_v + c;
-          double want = r->o[e], t = r->tol[e];
-          float got = o[at + c];
-          mine[at + c] = 1;
-          int ok = empty ? got == 0.0f : fabs(got - want) <= t;
-          if (!ok && bad++ == 0)
-            snprintf(first, sizeof first,
-                     "O(b%zu,h%zu,i%zu)[%zu] = %.9g, want %.9g (tol %.3g, "
-                     "%zu keys)",
-                     b, h, i, c, got, want, t, r->nvis[row]);
-        }
-        if (!lse)
-          continue;
-        at = b * w->lse.batch + h * w->lse.head + i * w->lse.seq;
-        lmine[at] = 1;
-        float got = lse[at];
-        double want = r->lse[row];
-        double t = r->lse_tol[row];
-        int ok = empty ? got == (float)want : fabs(got - want) <= t;
-        if (!ok && bad++ == 0)
-          snprintf(first, sizeof first,
-                   "LSE(b%zu,h%zu,i%zu) = %.9g, want %.9g (tol %.3g, %zu "
-                   "keys)",
-                   b, h, i, got, want, t, r->nvis[row]);
-      }
-  size_t gaps = 0;
-  for (size_t x = 0; x < o_floats; x++)
-    gaps += !mine[x] && !isnan(o[x]);
-  for (size_t x = 0; lse && x < lse_floats; x++)
-    gaps += !lmine[x] && !isnan(lse[x]);
-  free(mine);
-  free(lmine);
-  CHECK(bad == 0 && gaps == 0, "%zu bad elements, %zu gap floats written; %s",
-        bad, gaps, first);
-  return bad != 0 || gaps != 0;
-}
-
 /* ------------------------------------------------------------ problems */
 
 /* What a problem has, before its random contents are drawn. */
@@ -428,7 +185,7 @@ static void prob_make(problem *P, const spec *s) {
   t_layout lv = make_layout(s->layout_kv, B, s->heads_kv, Lkv, s->dim_v);
   P->lo = make_layout(s->layout_qo, B, Hq, Lq, s->dim_v);
   d->q = lq.st, d->k = lk.st, d->v = lv.st, d->o = P->lo.st;
-  w->q = lq.rs, w->k = lk.rs, w->v = lv.rs, w->o = P->lo.rs;
+  w->qs = lq.rs, w->ks = lk.rs, w->vs = lv.rs, w->os = P->lo.rs;
   P->gq = g_alloc(lq.floats);
   P->gk = g_alloc(lk.floats);
   P->gv = g_alloc(lv.floats);
@@ -436,7 +193,7 @@ static void prob_make(problem *P, const spec *s) {
   t_fill(P->gq.p, lq.floats, -1, 1);
   t_fill(P->gk.p, lk.floats, -1, 1);
   t_fill(P->gv.p, lv.floats, -2, 2);
-  w->qp = P->gq.p, w->kp = P->gk.p, w->vp = P->gv.p;
+  w->q = P->gq.p, w->k = P->gk.p, w->v = P->gv.p;
 
   if (s->add) {
     mlayout m = make_mask_layout(s->add - 1, B, Hq, Lq, Lkv, s->add_keys);
@@ -525,7 +282,7 @@ static void prob_make(problem *P, const spec *s) {
     P->gl = g_alloc(P->ll.floats);
     d->lse = P->gl.p;
     d->lse_at = P->ll.st;
-    w->lse = P->ll.rs;
+    w->ls = P->ll.rs;
   }
   refs_compute(w, &P->r);
 }
@@ -562,7 +319,7 @@ static int prob_run(problem *P, sa_context *ctx, int algo) {
     P->gl.p[x] = NAN;
   sa_attention_desc d = P->w.d;
   d.algorithm = (sa_algorithm)algo;
-  sa_status st = sa_attention(ctx, &d, P->w.qp, P->w.kp, P->w.vp, P->go.p);
+  sa_status st = sa_attention(ctx, &d, P->w.q, P->w.k, P->w.v, P->go.p);
   CHECK(st == SA_OK, "sa_attention: %s (%s)", sa_status_str(st),
         sa_last_error());
   if (st != SA_OK)
@@ -941,9 +698,9 @@ static void test_merge_split(void) {
       *u = *w;
       sa_attention_desc *d = &u->d;
       d->len_kv = nk;
-      d->k = w->k, d->v = w->v; /* packed strides would follow len_kv */
-      u->kp = w->kp + j0 * w->k.seq;
-      u->vp = w->vp + j0 * w->v.seq;
+      d->k = w->ks, d->v = w->vs; /* packed strides would follow len_kv */
+      u->k = w->k + j0 * w->ks.seq;
+      u->v = w->v + j0 * w->vs.seq;
       if (d->mask_add) {
         d->mask_add = w->d.mask_add + j0 * w->add_at.key;
         u->add_at.keys = nk;
@@ -1026,7 +783,7 @@ static void test_merge_split(void) {
           d.algorithm = (sa_algorithm)algo;
           d.lse = lg[k].p;
           sa_status st =
-              sa_attention(ctx, &d, pv[k].qp, pv[k].kp, pv[k].vp, og[k].p);
+              sa_attention(ctx, &d, pv[k].q, pv[k].k, pv[k].v, og[k].p);
           CHECK(st == SA_OK, "part %zu: %s (%s)", k, sa_status_str(st),
                 sa_last_error());
           b0 |= st != SA_OK || check_result(&pv[k], &pr[k], og[k].p,
@@ -1068,13 +825,13 @@ static void test_merge_split(void) {
           for (size_t b = 0; b < s.batch; b++)
             for (size_t h = 0; h < s.heads_q; h++)
               for (size_t i = 0; i < s.len_q; i++, r++) {
-                size_t at = b * w->o.batch + h * w->o.head + i * w->o.seq;
+                size_t at = b * w->os.batch + h * w->os.head + i * w->os.seq;
                 for (size_t c = 0; c < dv; c++)
                   nbad +=
                       !(fabs(out_o[at + c] - full_o[at + c]) <=
                         mr.tol[r * dv + c] + P.r.tol[r * dv + c]) &&
                       !(P.r.nvis[r] == 0 && out_o[at + c] == full_o[at + c]);
-                size_t la = b * w->lse.batch + h * w->lse.head + i * w->lse.seq;
+                size_t la = b * w->ls.batch + h * w->ls.head + i * w->ls.seq;
                 if (out_l)
                   nbad += !(fabs(out_l[la] - full_l[la]) <=
                             mr.lse_tol[r] + P.r.lse_tol[r]) &&
