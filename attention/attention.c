@@ -4,9 +4,11 @@
  * decode with GQA (batch, KV head, group of query heads) so that a KV head's
  * keys are streamed once for all the query heads that share it.
  *
- * Task t is numbered so that the costliest tiles come first (under a causal
- * mask the last query blocks see the most keys); workers take tasks in that
- * order, which balances load without knowing the thread count. A tile's
+ * Tasks go (batch, head) by (batch, head), and within one the costliest
+ * query block first (under a causal mask the last blocks see the most
+ * keys): consecutive tasks share K and V in cache, and the cheap first
+ * blocks of the last head end the call, which balances load without knowing
+ * the thread count. A tile's
  * result does not depend on which worker computes it, so the output is
  * bit-identical for any number of threads.
  *
@@ -33,11 +35,15 @@ typedef struct job {
   float *split;  /* parts' results: per task, block_q rows of dim_v + 1 */
 } job;
 
-/* Tile number `tile` (costliest first) of job j. */
+/* Tile number `tile` of job j: the query blocks of one (batch, head) are
+ * consecutive, costliest first, so workers keep that head's K and V in cache
+ * across its blocks (hopping heads per block, as 0.2 did, streamed every
+ * head's K and V from memory once per block: ragged prefill of 8 sequences
+ * took 110 ms instead of 81). */
 static void tile_of(const job *j, size_t tile, sa_tile_io *t) {
   const sa_plan *p = j->p;
-  size_t bh = tile % (p->batch * j->nheads);
-  size_t blk = j->nqb - 1 - tile / (p->batch * j->nheads);
+  size_t bh = tile / j->nqb;
+  size_t blk = j->nqb - 1 - tile % j->nqb;
   size_t b = bh / j->nheads, h = bh % j->nheads;
   size_t hq, hkv, ldlse;
   size_t lq = sa_batch_len_q(p, b);
