@@ -76,9 +76,8 @@ static void tile_of(const job *j, size_t tile, sa_tile_io *t) {
    * the page per key block (sa_tile_fused) */
   size_t row0 = p->cu_q ? (size_t)p->cu_q[b] + t->pos : t->pos;
   size_t qb = p->cu_q ? 0 : b;
-  size_t kb = p->table ? 0 : b, krow = p->cu_kv ? (size_t)p->cu_kv[b] : 0;
-  if (p->cu_kv)
-    kb = 0;
+  size_t kb = p->table || p->cu_kv ? 0 : b;
+  size_t krow = p->cu_kv ? (size_t)p->cu_kv[b] : 0;
   t->q = j->q + qb * p->q.batch + hq * p->q.head + row0 * p->q.seq;
   t->o = j->o + qb * p->o.batch + hq * p->o.head + row0 * p->o.seq;
   t->k = j->k + kb * p->k.batch + hkv * p->k.head + krow * p->k.seq;

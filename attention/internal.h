@@ -115,6 +115,23 @@ typedef struct sa_plan {
   int online;          /* three-pass normalises after wsum (sinks, lse) */
 } sa_plan;
 
+/* Element strides of a [batch, heads, len, dim] tensor, shared by every
+ * entry point that takes them (attention, merge, kv_append):
+ * resolve fills all-zero strides in as packed [batch, heads, len, dim];
+ * extent gives the highest element offset + 1 (0 when batch or len is 0),
+ * SA_ERR_OVERFLOW unless it fits in ptrdiff_t bytes, so pointer arithmetic
+ * on it is defined. `name` is the tensor's, for the message. */
+sa_status sa_strides_resolve(const char *name, sa_strides *st, size_t heads,
+                             size_t len, size_t dim);
+sa_status sa_strides_extent(const char *name, const sa_strides *st,
+                            size_t batch, size_t heads, size_t len, size_t dim,
+                            size_t *end);
+
+/* Do [a, a + a_end) and [b, b + b_end) (in floats) share a byte? Compared
+ * as integers: the tensors may come from different allocations, where
+ * comparing pointers is not defined. */
+int sa_overlaps(const float *a, size_t a_end, const float *b, size_t b_end);
+
 /* Validates desc (no pointer checks) into plan; SA_OK or the reason. */
 sa_status sa_plan_make(const sa_attention_desc *desc, size_t block_q,
                        size_t block_kv, sa_plan *plan);
@@ -161,8 +178,8 @@ static inline void sa_row_keys(const sa_plan *p, size_t b, size_t i, size_t *lo,
                                size_t *hi) {
   /* all in int64: sizes are at most 2^31, so nothing here overflows */
   int64_t h = (int64_t)p->keys, l = 0, c = sa_row_diagonal(p, b, i);
-  if ((int64_t)sa_batch_len_kv(p, b) < h)
-    h = (int64_t)sa_batch_len_kv(p, b);
+  int64_t len = (int64_t)sa_batch_len_kv(p, b);
+  h = len < h ? len : h;
   if (p->mask != SA_MASK_NONE && c + 1 < h)
     h = c + 1;
   if (p->wr >= 0 && c + p->wr + 1 < h)

@@ -16,39 +16,11 @@
 #include "errors.h"
 #include "internal.h"
 
-/* Strides of [batch, heads, len_q, dim]; all zero: packed. */
-static sa_status resolve(const char *name, sa_strides *st, size_t heads,
-                         size_t len, size_t dim, size_t batch, size_t *end) {
-  size_t a, b, c, e;
-  if (!st->batch && !st->head && !st->seq) {
-    st->seq = dim;
-    if (__builtin_mul_overflow(len, dim, &st->head) ||
-        __builtin_mul_overflow(heads, st->head, &st->batch))
-      return sa_fail(SA_ERR_OVERFLOW, "merge %s: packed size overflows", name);
-  }
-  if (__builtin_mul_overflow(batch - 1, st->batch, &a) ||
-      __builtin_mul_overflow(heads - 1, st->head, &b) ||
-      __builtin_mul_overflow(len - 1, st->seq, &c) ||
-      __builtin_add_overflow(a, b, &e) || __builtin_add_overflow(e, c, &e) ||
-      __builtin_add_overflow(e, dim, &e) ||
-      e > (size_t)PTRDIFF_MAX / sizeof(float))
-    return sa_fail(SA_ERR_OVERFLOW,
-                   "merge %s: strides span more than the address space", name);
-  *end = e;
-  return SA_OK;
-}
-
-static int overlaps(const float *a, size_t a_end, const float *b,
-                    size_t b_end) {
-  uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
-  return a0 < b0 + b_end * sizeof(float) && b0 < a0 + a_end * sizeof(float);
-}
-
 /* out may be exactly one part, or overlap none. */
 static sa_status check_out(const char *name, const float *out, size_t end,
                            const float *const *parts, size_t n) {
   for (size_t k = 0; k < n; k++)
-    if (parts[k] != out && overlaps(out, end, parts[k], end))
+    if (parts[k] != out && sa_overlaps(out, end, parts[k], end))
       return sa_fail(SA_ERR_BAD_STRIDE,
                      "merge: %s overlaps part %zu without being it", name, k);
   return SA_OK;
@@ -114,16 +86,20 @@ sa_status sa_attention_merge(const sa_merge_desc *desc,
     if (!o_parts[k] || !lse_parts[k])
       return sa_fail(SA_ERR_NULL_POINTER, "merge: part %zu is NULL", k);
   size_t oend, lend;
-  if ((st = resolve("o", &d.o, d.heads, d.len_q, d.dim_v, d.batch, &oend)) ||
-      (st = resolve("lse", &d.lse, d.heads, d.len_q, 1, d.batch, &lend)) ||
+  if ((st = sa_strides_resolve("merge o", &d.o, d.heads, d.len_q, d.dim_v)) ||
+      (st = sa_strides_resolve("merge lse", &d.lse, d.heads, d.len_q, 1)) ||
+      (st = sa_strides_extent("merge o", &d.o, d.batch, d.heads, d.len_q,
+                              d.dim_v, &oend)) ||
+      (st = sa_strides_extent("merge lse", &d.lse, d.batch, d.heads, d.len_q, 1,
+                              &lend)) ||
       (st = check_out("o", o, oend, o_parts, d.parts)) ||
       (lse && (st = check_out("lse", lse, lend, lse_parts, d.parts))))
     return st;
-  if (lse && overlaps(o, oend, lse, lend))
+  if (lse && sa_overlaps(o, oend, lse, lend))
     return sa_fail(SA_ERR_BAD_STRIDE, "merge: o and lse overlap");
   for (size_t k = 0; k < d.parts; k++)
-    if ((o && overlaps(o, oend, lse_parts[k], lend)) ||
-        (lse && overlaps(lse, lend, o_parts[k], oend)))
+    if (sa_overlaps(o, oend, lse_parts[k], lend) ||
+        (lse && sa_overlaps(lse, lend, o_parts[k], oend)))
       return sa_fail(SA_ERR_BAD_STRIDE,
                      "merge: an output overlaps another kind of part %zu", k);
 

@@ -10,20 +10,6 @@
 #include "errors.h"
 #include "internal.h"
 
-static int span(const sa_strides *st, size_t n0, size_t n1, size_t n2,
-                size_t dim, size_t *end) {
-  size_t a, b, c, e;
-  if (__builtin_mul_overflow(n0 - 1, st->batch, &a) ||
-      __builtin_mul_overflow(n1 - 1, st->head, &b) ||
-      __builtin_mul_overflow(n2 - 1, st->seq, &c) ||
-      __builtin_add_overflow(a, b, &e) || __builtin_add_overflow(e, c, &e) ||
-      __builtin_add_overflow(e, dim, &e) ||
-      e > (size_t)PTRDIFF_MAX / sizeof(float))
-    return 1;
-  *end = e;
-  return 0;
-}
-
 sa_status sa_kv_append(const sa_kv_append_desc *desc, float *k_cache,
                        float *v_cache, const float *k_new, const float *v_new) {
   if (!desc || !k_cache || !v_cache || !k_new || !v_new)
@@ -47,22 +33,22 @@ sa_status sa_kv_append(const sa_kv_append_desc *desc, float *k_cache,
                      "sa_kv_append: %s = %zu is outside "
                      "[1, 2^31]",
                      names[i], dims[i]);
+  /* the cache is [pages, heads_kv, page_size, dim] (head-major pages, as
+   * sa_attention reads them), the new rows [batch, heads_kv, tokens, dim] */
   sa_strides *cache[] = {&d.k, &d.v}, *fresh[] = {&d.k_new, &d.v_new};
+  static const char *cname[] = {"sa_kv_append k", "sa_kv_append v"},
+                    *fname[] = {"sa_kv_append k_new", "sa_kv_append v_new"};
   size_t dim[] = {d.dim_qk, d.dim_v}, end;
-  for (int t = 0; t < 2; t++) {
-    sa_strides *c = cache[t], *n = fresh[t];
-    if (!c->batch && !c->head && !c->seq)
-      *c = (sa_strides){d.heads_kv * d.page_size * dim[t], d.page_size * dim[t],
-                        dim[t]};
-    if (!n->batch && !n->head && !n->seq)
-      *n = (sa_strides){d.heads_kv * d.tokens * dim[t], d.tokens * dim[t],
-                        dim[t]};
-    if (span(c, d.num_pages, d.heads_kv, d.page_size, dim[t], &end) ||
-        span(n, d.batch, d.heads_kv, d.tokens, dim[t], &end))
-      return sa_fail(SA_ERR_OVERFLOW,
-                     "sa_kv_append: strides span more than the address "
-                     "space");
-  }
+  for (int t = 0; t < 2; t++)
+    if ((st = sa_strides_resolve(cname[t], cache[t], d.heads_kv, d.page_size,
+                                 dim[t])) ||
+        (st = sa_strides_resolve(fname[t], fresh[t], d.heads_kv, d.tokens,
+                                 dim[t])) ||
+        (st = sa_strides_extent(cname[t], cache[t], d.num_pages, d.heads_kv,
+                                d.page_size, dim[t], &end)) ||
+        (st = sa_strides_extent(fname[t], fresh[t], d.batch, d.heads_kv,
+                                d.tokens, dim[t], &end)))
+      return st;
   for (size_t b = 0; b < d.batch; b++) {
     if (d.start[b] < 0 || (uint64_t)d.start[b] > SA_MAX_DIM)
       return sa_fail(SA_ERR_BAD_SHAPE, "sa_kv_append: start[%zu] = %lld", b,

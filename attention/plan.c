@@ -18,9 +18,8 @@ static int add_ov(size_t a, size_t b, size_t *r) {
   return __builtin_add_overflow(a, b, r);
 }
 
-/* All zero means packed [B,H,L,D]; fills it in. */
-static sa_status resolve(const char *name, sa_strides *st, size_t heads,
-                         size_t len, size_t dim) {
+sa_status sa_strides_resolve(const char *name, sa_strides *st, size_t heads,
+                             size_t len, size_t dim) {
   if (st->batch == 0 && st->head == 0 && st->seq == 0) {
     st->seq = dim;
     if (mul_ov(len, dim, &st->head) || mul_ov(heads, st->head, &st->batch))
@@ -29,10 +28,9 @@ static sa_status resolve(const char *name, sa_strides *st, size_t heads,
   return SA_OK;
 }
 
-/* Highest element offset + 1 that the tensor spans; must fit in ptrdiff_t
- * bytes so that pointer arithmetic on it is defined. */
-static sa_status extent(const char *name, const sa_strides *st, size_t batch,
-                        size_t heads, size_t len, size_t dim, size_t *out) {
+sa_status sa_strides_extent(const char *name, const sa_strides *st,
+                            size_t batch, size_t heads, size_t len, size_t dim,
+                            size_t *out) {
   size_t a, b, c, end;
   if (batch == 0 || len == 0) { /* a ragged side with no tokens */
     *out = 0;
@@ -79,7 +77,7 @@ static sa_status no_alias(const char *name, const sa_strides *st, size_t batch,
                      "%s: a stride of %zu lets output elements overlap (needs "
                      ">= %zu)",
                      name, s[i], span);
-    span = s[i] * e[i]; /* cannot overflow: extent() checked it */
+    span = s[i] * e[i]; /* cannot overflow: sa_strides_extent() checked it */
   }
   return SA_OK;
 }
@@ -178,8 +176,9 @@ static sa_status plan_extras(const sa_attention_desc *d, sa_plan *p, size_t qn,
       at->head = ql; /* [heads_q, tokens] */
       at->seq = 1;
     }
-    if ((st = resolve("lse", at, p->heads_q, p->len_q, 1)) ||
-        (st = extent("lse", at, qn, p->heads_q, ql, 1, &p->end_extra[2])) ||
+    if ((st = sa_strides_resolve("lse", at, p->heads_q, p->len_q, 1)) ||
+        (st = sa_strides_extent("lse", at, qn, p->heads_q, ql, 1,
+                                &p->end_extra[2])) ||
         (ql && (st = no_alias("lse", at, qn, p->heads_q, ql, 1))))
       return st;
   }
@@ -218,14 +217,14 @@ static sa_status plan_ragged(const sa_attention_desc *d, sa_plan *p, size_t *qn,
                    "block_table and cu_seqlens_kv: keys are either paged or "
                    "ragged");
   sa_strides *qs[] = {&p->q, &p->o}, *ks[] = {&p->k, &p->v};
-  size_t qd[] = {p->dim_qk, p->dim_v}, kd[] = {p->dim_qk, p->dim_v};
+  size_t dims[] = {p->dim_qk, p->dim_v};
   if (p->cu_q) {
     if ((st = prefix_sums("cu_seqlens_q", p->cu_q, p->batch, p->len_q, ql)))
       return st;
     *qn = 1;
     for (int t = 0; t < 2; t++)
       if (!qs[t]->batch && !qs[t]->head && !qs[t]->seq)
-        *qs[t] = (sa_strides){0, qd[t], p->heads_q * qd[t]};
+        *qs[t] = (sa_strides){0, dims[t], p->heads_q * dims[t]};
   }
   if (p->cu_kv) {
     if ((st = prefix_sums("cu_seqlens_kv", p->cu_kv, p->batch, p->len_kv, kl)))
@@ -233,7 +232,7 @@ static sa_status plan_ragged(const sa_attention_desc *d, sa_plan *p, size_t *qn,
     *kn = 1;
     for (int t = 0; t < 2; t++)
       if (!ks[t]->batch && !ks[t]->head && !ks[t]->seq)
-        *ks[t] = (sa_strides){0, kd[t], p->heads_kv * kd[t]};
+        *ks[t] = (sa_strides){0, dims[t], p->heads_kv * dims[t]};
   }
   if (p->table) {
     if (d->page_size == 0 || d->page_size > SA_MAX_DIM || d->num_pages == 0 ||
@@ -249,21 +248,21 @@ static sa_status plan_ragged(const sa_attention_desc *d, sa_plan *p, size_t *qn,
     p->table_ld = d->block_table_stride;
     *kn = p->npages;
     *kl = p->page;
+    /* packed head-major pages, [pages, heads, page_size, dim]: one head's
+     * keys adjacent, as contiguous caches have them (a token-major page
+     * strides a head's rows by heads_kv * dim, which cost decode a third
+     * of its bandwidth) */
     for (int t = 0; t < 2; t++)
-      if (!ks[t]->batch && !ks[t]->head && !ks[t]->seq)
-        /* head-major pages: one head's keys adjacent, as contiguous
-         * caches have them (a token-major page strides a head's rows by
-         * heads_kv * dim, which cost decode a third of its bandwidth) */
-        *ks[t] =
-            (sa_strides){p->heads_kv * p->page * kd[t], p->page * kd[t], kd[t]};
+      if ((st = sa_strides_resolve(t ? "v" : "k", ks[t], p->heads_kv, p->page,
+                                   dims[t])))
+        return st;
   }
   return SA_OK;
 }
 
 /* Every page a sequence uses exists; read once, before anything is
  * written (after plan_extras has checked len_kv_valid). */
-static sa_status plan_paged(const sa_attention_desc *d, sa_plan *p) {
-  (void)d;
+static sa_status plan_paged(sa_plan *p) {
   for (size_t b = 0; p->table && b < p->batch; b++) {
     size_t len = p->len_valid ? (size_t)p->len_valid[b] : p->len_kv;
     size_t pages = (len + p->page - 1) / p->page;
@@ -328,16 +327,21 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   size_t qn = p->batch, ql = p->len_q, kn = p->batch, kl = p->len_kv;
   if ((st = plan_ragged(d, p, &qn, &ql, &kn, &kl)))
     return st;
-  if ((st = resolve("q", &p->q, p->heads_q, p->len_q, p->dim_qk)) ||
-      (st = resolve("k", &p->k, p->heads_kv, p->len_kv, p->dim_qk)) ||
-      (st = resolve("v", &p->v, p->heads_kv, p->len_kv, p->dim_v)) ||
-      (st = resolve("o", &p->o, p->heads_q, p->len_q, p->dim_v)) ||
-      (st = extent("q", &p->q, qn, p->heads_q, ql, p->dim_qk, &p->end[0])) ||
-      (st = extent("k", &p->k, kn, p->heads_kv, kl, p->dim_qk, &p->end[1])) ||
-      (st = extent("v", &p->v, kn, p->heads_kv, kl, p->dim_v, &p->end[2])) ||
-      (st = extent("o", &p->o, qn, p->heads_q, ql, p->dim_v, &p->end[3])) ||
+  if ((st = sa_strides_resolve("q", &p->q, p->heads_q, p->len_q, p->dim_qk)) ||
+      (st =
+           sa_strides_resolve("k", &p->k, p->heads_kv, p->len_kv, p->dim_qk)) ||
+      (st = sa_strides_resolve("v", &p->v, p->heads_kv, p->len_kv, p->dim_v)) ||
+      (st = sa_strides_resolve("o", &p->o, p->heads_q, p->len_q, p->dim_v)) ||
+      (st = sa_strides_extent("q", &p->q, qn, p->heads_q, ql, p->dim_qk,
+                              &p->end[0])) ||
+      (st = sa_strides_extent("k", &p->k, kn, p->heads_kv, kl, p->dim_qk,
+                              &p->end[1])) ||
+      (st = sa_strides_extent("v", &p->v, kn, p->heads_kv, kl, p->dim_v,
+                              &p->end[2])) ||
+      (st = sa_strides_extent("o", &p->o, qn, p->heads_q, ql, p->dim_v,
+                              &p->end[3])) ||
       (ql && (st = no_alias("o", &p->o, qn, p->heads_q, ql, p->dim_v))) ||
-      (st = plan_extras(d, p, qn, ql)) || (st = plan_paged(d, p)))
+      (st = plan_extras(d, p, qn, ql)) || (st = plan_paged(p)))
     return st;
 
   p->block_q = block_q < p->len_q ? block_q : p->len_q;
@@ -378,10 +382,7 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   return SA_OK;
 }
 
-/* [base, base + end) in bytes, as integers: the tensors may come from
- * different allocations, where comparing pointers is not defined. */
-static int overlaps(const float *a, size_t a_end, const float *b,
-                    size_t b_end) {
+int sa_overlaps(const float *a, size_t a_end, const float *b, size_t b_end) {
   uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
   return a0 < b0 + b_end * sizeof(float) && b0 < a0 + a_end * sizeof(float);
 }
@@ -391,7 +392,7 @@ sa_status sa_plan_memory(sa_plan *p, const float *q, const float *k,
   static const char *names[] = {"q", "k", "v"};
   const float *in[] = {q, k, v};
   for (int t = 0; t < 3; t++) {
-    if (!overlaps(o, p->end[3], in[t], p->end[t]))
+    if (!sa_overlaps(o, p->end[3], in[t], p->end[t]))
       continue;
     /* O exactly Q: row r of a tile is read (all of it, first) only by the
      * tile that writes it */
@@ -412,14 +413,14 @@ sa_status sa_plan_memory(sa_plan *p, const float *q, const float *k,
   size_t mask_end[] = {p->end_extra[0], (p->end_extra[1] + 3) / 4};
   static const char *mask_names[] = {"mask_add", "mask_bool"};
   for (int t = 0; t < 2; t++)
-    if (masks[t] &&
-        (overlaps(o, p->end[3], masks[t], mask_end[t]) ||
-         (p->lse && overlaps(p->lse, p->end_extra[2], masks[t], mask_end[t]))))
+    if (masks[t] && (sa_overlaps(o, p->end[3], masks[t], mask_end[t]) ||
+                     (p->lse && sa_overlaps(p->lse, p->end_extra[2], masks[t],
+                                            mask_end[t]))))
       return sa_fail(SA_ERR_BAD_STRIDE, "o or lse overlaps %s", mask_names[t]);
   const float *all[] = {q, k, v, o};
   static const char *all_names[] = {"q", "k", "v", "o"};
   for (int t = 0; p->lse && t < 4; t++)
-    if (overlaps(p->lse, p->end_extra[2], all[t], p->end[t]))
+    if (sa_overlaps(p->lse, p->end_extra[2], all[t], p->end[t]))
       return sa_fail(SA_ERR_BAD_STRIDE, "lse overlaps %s", all_names[t]);
   return SA_OK;
 }

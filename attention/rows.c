@@ -21,6 +21,24 @@ static size_t row_head(const sa_tile_io *t, size_t r) {
   return t->h0 + (t->step ? 0 : r);
 }
 
+/* The union [jlo, jhi) of the rows' ranges (an empty range made [0, 0)),
+ * and which rows see keys without a mask to read. */
+static void unite(const sa_plan *p, const sa_tile_io *t, sa_rows *r) {
+  r->jlo = SIZE_MAX;
+  r->jhi = 0;
+  for (size_t i = 0; i < t->m; i++) {
+    if (r->lo[i] >= r->hi[i]) {
+      r->lo[i] = r->hi[i] = 0;
+    } else {
+      r->jlo = r->lo[i] < r->jlo ? r->lo[i] : r->jlo;
+      r->jhi = r->hi[i] > r->jhi ? r->hi[i] : r->jhi;
+    }
+    r->seen[i] = !p->scan && r->lo[i] < r->hi[i];
+  }
+  if (r->jlo >= r->jhi)
+    r->jlo = r->jhi = 0;
+}
+
 /* Split-KV: keeps part t->part of t->parts of the tile's visible keys, cut
  * at whole key blocks, so that parts are equal in work and their bounds
  * follow from the shape alone. */
@@ -30,21 +48,11 @@ static void clip_to_part(const sa_plan *p, const sa_tile_io *t, sa_rows *r) {
   size_t from = r->jlo + t->part * per, to = from + per;
   from = from < r->jhi ? from : r->jhi;
   to = to < r->jhi ? to : r->jhi;
-  r->jlo = SIZE_MAX;
-  r->jhi = 0;
   for (size_t i = 0; i < t->m; i++) {
     r->lo[i] = r->lo[i] > from ? r->lo[i] : from;
     r->hi[i] = r->hi[i] < to ? r->hi[i] : to;
-    if (r->lo[i] >= r->hi[i])
-      r->lo[i] = r->hi[i] = 0;
-    else {
-      r->jlo = r->lo[i] < r->jlo ? r->lo[i] : r->jlo;
-      r->jhi = r->hi[i] > r->jhi ? r->hi[i] : r->jhi;
-    }
-    r->seen[i] = !p->scan && r->lo[i] < r->hi[i];
   }
-  if (r->jlo >= r->jhi)
-    r->jlo = r->jhi = 0;
+  unite(p, t, r);
 }
 
 void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
@@ -60,16 +68,8 @@ void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
   r->alpha = r->l + bq;
   r->slope = r->alpha + bq;
   r->dist = r->slope + bq;
-  r->jlo = SIZE_MAX;
-  r->jhi = 0;
   for (size_t i = 0; i < t->m; i++) {
     sa_row_keys(p, t->b, row_pos(t, i), &r->lo[i], &r->hi[i]);
-    if (r->lo[i] < r->hi[i]) {
-      r->jlo = r->lo[i] < r->jlo ? r->lo[i] : r->jlo;
-      r->jhi = r->hi[i] > r->jhi ? r->hi[i] : r->jhi;
-    }
-    /* without masks to read, a non-empty range is a row that sees keys */
-    r->seen[i] = !p->scan && r->lo[i] < r->hi[i];
     /* a sink is a key with logit sinks[h] and no value: the state after
      * it is max = sink, sum = exp(0); split-KV gives it to part 0 only */
     float sink =
@@ -79,8 +79,7 @@ void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
     if (p->slopes)
       r->slope[i] = p->slopes[row_head(t, i)];
   }
-  if (r->jlo >= r->jhi)
-    r->jlo = r->jhi = 0;
+  unite(p, t, r);
   if (t->parts > 1)
     clip_to_part(p, t, r);
 }
