@@ -26,8 +26,8 @@ typedef struct job {
   const sa_kernel_set *ks;
   const sa_plan *p;
   sa_scratch *scratch;
-  const float *q, *k, *v;
-  float *o;
+  const void *q, *k, *v;
+  void *o;
   size_t nqb;    /* query blocks (or head groups) per (batch, head) */
   size_t nheads; /* heads the tiles are enumerated over */
   int stacked;   /* decode: rows are query heads of one KV group */
@@ -78,10 +78,14 @@ static void tile_of(const job *j, size_t tile, sa_tile_io *t) {
   size_t qb = p->cu_q ? 0 : b;
   size_t kb = p->table || p->cu_kv ? 0 : b;
   size_t krow = p->cu_kv ? (size_t)p->cu_kv[b] : 0;
-  t->q = j->q + qb * p->q.batch + hq * p->q.head + row0 * p->q.seq;
-  t->o = j->o + qb * p->o.batch + hq * p->o.head + row0 * p->o.seq;
-  t->k = j->k + kb * p->k.batch + hkv * p->k.head + krow * p->k.seq;
-  t->v = j->v + kb * p->v.batch + hkv * p->v.head + krow * p->v.seq;
+  t->q = sa_at(j->q, qb * p->q.batch + hq * p->q.head + row0 * p->q.seq,
+               p->unit[0]);
+  t->o = (float *)sa_at(
+      j->o, qb * p->o.batch + hq * p->o.head + row0 * p->o.seq, p->unit[3]);
+  t->k = sa_at(j->k, kb * p->k.batch + hkv * p->k.head + krow * p->k.seq,
+               p->unit[1]);
+  t->v = sa_at(j->v, kb * p->v.batch + hkv * p->v.head + krow * p->v.seq,
+               p->unit[2]);
   t->lse = p->lse ? p->lse + qb * p->lse_at.batch + hq * p->lse_at.head +
                         row0 * p->lse_at.seq
                   : NULL;
@@ -98,13 +102,41 @@ static float *part_slot(const job *j, size_t tile, size_t part) {
   return j->split + (tile * j->parts + part) * p->block_q * (p->dim_v + 2);
 }
 
+/* Row i of the caller's O, as tile_of pointed t at it (t->o is then only
+ * an address, in O's own type). */
+static void *out_row(const sa_plan *p, const sa_tile_io *t, size_t i) {
+  return (char *)t->o + i * t->ldo * p->unit[3];
+}
+
+/* A narrow O: f32 rows from scratch, rounded once into the caller's. */
+static void store_rows(const sa_kernel_set *ks, const sa_plan *p,
+                       const sa_tile_io *t, const float *rows, size_t ld) {
+  for (size_t i = 0; i < t->m; i++)
+    ks->from_f32[p->o_type](p->dim_v, rows + i * ld, out_row(p, t, i));
+}
+
 static void run_tile(void *arg, size_t task, int worker) {
   const job *j = arg;
   const sa_plan *p = j->p;
+  sa_scratch *ws = &j->scratch[worker];
   sa_tile_io t;
   tile_of(j, task / j->parts, &t);
   if (t.m == 0)
     return;
+  if (p->q_type != SA_F32 && !p->q_direct) {
+    /* narrow Q widened once per tile: m x d values against m x n x d FMAs */
+    float *qs = ws->buf + p->qcopy;
+    for (size_t i = 0; i < t.m; i++)
+      j->ks->to_f32[p->q_type](p->dim_qk, sa_at(t.q, i * t.ldq, p->unit[0]),
+                               qs + i * p->dim_qk);
+    t.q = qs;
+    t.ldq = p->dim_qk;
+  }
+  sa_tile_io user = t;
+  if (j->parts == 1 && p->o_type != SA_F32) {
+    t.o = ws->buf + p->ostage;
+    t.ldo = p->dim_v;
+  }
   if (j->parts > 1) {
     /* a part of the keys: normalised rows and their LSEs go to the part's
      * slot, merged once every part is done */
@@ -118,9 +150,11 @@ static void run_tile(void *arg, size_t task, int worker) {
     t.kept = t.lse + p->block_q;
   }
   if (p->algorithm == SA_ALGO_THREE_PASS)
-    sa_tile_three_pass(j->ks, p, &t, &j->scratch[worker]);
+    sa_tile_three_pass(j->ks, p, &t, ws);
   else
-    sa_tile_fused(j->ks, p, &t, &j->scratch[worker]);
+    sa_tile_fused(j->ks, p, &t, ws);
+  if (j->parts == 1 && p->o_type != SA_F32)
+    store_rows(j->ks, p, &user, t.o, t.ldo);
 }
 
 /* Split-KV, second step: a tile's parts merged in part order, whichever
@@ -141,7 +175,8 @@ static void merge_tile(void *arg, size_t tile, int worker) {
       vals[k] = slot[p->block_q * p->dim_v + i];
       kept |= slot[p->block_q * (p->dim_v + 1) + i] != 0.0f;
     }
-    float *o = t.o + i * t.ldo;
+    /* a narrow O is merged into part 0's row (read by no one after) */
+    float *o = p->o_type == SA_F32 ? out_row(p, &t, i) : (float *)rows[0];
     float lse = sa_merge_row(j->parts, vals, rows, w, o, p->dim_v);
     if (lse == -INFINITY && kept) {
       /* keys kept, every score -inf: NaN, as without the split */
@@ -149,6 +184,8 @@ static void merge_tile(void *arg, size_t tile, int worker) {
         o[c] = NAN;
       lse = NAN;
     }
+    if (p->o_type != SA_F32)
+      j->ks->from_f32[p->o_type](p->dim_v, o, out_row(p, &t, i));
     if (t.lse)
       t.lse[i * t.ldlse] = lse;
   }
@@ -271,9 +308,26 @@ sa_status sa_attention_workspace(const sa_context *ctx,
   return SA_OK;
 }
 
+/* Every type the plan uses has kernels in the set (all of ours do; a set
+ * from an older table would not), and bf16 Q.K goes to score_bf16 where
+ * the set has one. */
+static sa_status plan_kernels(const sa_kernel_set *ks, sa_plan *p) {
+  const sa_dtype types[] = {p->q_type, p->k_type, p->v_type, p->o_type};
+  for (int t = 0; t < 4; t++)
+    if (types[t] != SA_F32 &&
+        (ks->struct_size < sizeof(sa_kernel_set) || !ks->to_f32[types[t]] ||
+         !ks->from_f32[types[t]] || (t == 1 && !ks->score_t[types[t]]) ||
+         (t == 2 && !ks->wsum_t[types[t]])))
+      return sa_fail(SA_ERR_UNSUPPORTED_ISA,
+                     "kernel set '%s' has no %s kernels", ks->name,
+                     sa_dtype_name(types[t]));
+  p->q_direct = p->q_type == SA_BF16 && p->k_type == SA_BF16 &&
+                ks->struct_size >= sizeof(sa_kernel_set) && ks->score_bf16;
+  return SA_OK;
+}
+
 sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
-                       const float *q, const float *k, const float *v,
-                       float *o) {
+                       const void *q, const void *k, const void *v, void *o) {
   if (!desc || !q || !k || !v || !o)
     return sa_fail(SA_ERR_NULL_POINTER,
                    "sa_attention: desc, q, k, v and o must not be NULL");
@@ -284,7 +338,8 @@ sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
     return st;
   sa_plan p;
   if ((st = sa_plan_make(&d, ctx->block_q, ctx->block_kv, &p)) ||
-      (st = sa_plan_memory(&p, q, k, v, o)) || (st = sa_context_enter(ctx)))
+      (st = sa_plan_memory(&p, q, k, v, o)) ||
+      (st = plan_kernels(ctx->ks, &p)) || (st = sa_context_enter(ctx)))
     return st;
   job j = {ctx->ks, &p, ctx->scratch, q, k, v, o, 0, 0, 0, 1, NULL};
   size_t ntiles, split_floats;

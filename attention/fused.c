@@ -18,15 +18,16 @@
 
 #include "internal.h"
 
-/* Where keys [j0, j0 + nb) of the tile's KV head are, as rows ld apart.
- * A paged cache: inside one page (the caller keeps blocks there, see
+/* Where keys [j0, j0 + nb) of the tile's KV head are, as rows ld units
+ * apart. A paged cache: inside one page (the caller keeps blocks there, see
  * sa_pages_in_place), else gathered into scratch. */
 static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
-                    size_t j0, size_t nb, const float **k, size_t *ldk,
-                    const float **v, size_t *ldv) {
+                    size_t j0, size_t nb, const void **k, size_t *ldk,
+                    const void **v, size_t *ldv) {
+  const size_t ku = p->unit[1], vu = p->unit[2];
   if (!p->table) {
-    *k = t->k + j0 * p->k.seq;
-    *v = t->v + j0 * p->v.seq;
+    *k = sa_at(t->k, j0 * p->k.seq, ku);
+    *v = sa_at(t->v, j0 * p->v.seq, vu);
     *ldk = p->k.seq;
     *ldv = p->v.seq;
     return;
@@ -34,39 +35,39 @@ static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
   const int32_t *pages = p->table + t->b * p->table_ld;
   if (sa_pages_in_place(p)) {
     size_t pg = (size_t)pages[j0 / p->page], slot = j0 % p->page;
-    *k = t->k + pg * p->k.batch + slot * p->k.seq;
-    *v = t->v + pg * p->v.batch + slot * p->v.seq;
+    *k = sa_at(t->k, pg * p->k.batch + slot * p->k.seq, ku);
+    *v = sa_at(t->v, pg * p->v.batch + slot * p->v.seq, vu);
     *ldk = p->k.seq;
     *ldv = p->v.seq;
     return;
   }
-  float *gk = ws->buf + p->kvgather, *gv = gk + p->block_kv * p->dim_qk;
+  /* rows of kdim / vdim units, packed */
+  const size_t krow = p->kdim * ku, vrow = p->vdim * vu;
+  char *gk = (char *)(ws->buf + p->kvgather), *gv = gk + p->block_kv * krow;
   for (size_t j = 0; j < nb;) {
     /* a run of keys in one page: one copy when its rows are adjacent (a
      * head-major page), else one per row */
     size_t key = j0 + j, pg = (size_t)pages[key / p->page];
     size_t slot = key % p->page, run = p->page - slot;
     run = run < nb - j ? run : nb - j;
-    const float *ks = t->k + pg * p->k.batch + slot * p->k.seq;
-    const float *vs = t->v + pg * p->v.batch + slot * p->v.seq;
-    if (p->k.seq == p->dim_qk)
-      memcpy(gk + j * p->dim_qk, ks, run * p->dim_qk * sizeof(float));
+    const char *ks = sa_at(t->k, pg * p->k.batch + slot * p->k.seq, ku);
+    const char *vs = sa_at(t->v, pg * p->v.batch + slot * p->v.seq, vu);
+    if (p->k.seq == p->kdim)
+      memcpy(gk + j * krow, ks, run * krow);
     else
       for (size_t r = 0; r < run; r++)
-        memcpy(gk + (j + r) * p->dim_qk, ks + r * p->k.seq,
-               p->dim_qk * sizeof(float));
-    if (p->v.seq == p->dim_v)
-      memcpy(gv + j * p->dim_v, vs, run * p->dim_v * sizeof(float));
+        memcpy(gk + (j + r) * krow, ks + r * p->k.seq * ku, krow);
+    if (p->v.seq == p->vdim)
+      memcpy(gv + j * vrow, vs, run * vrow);
     else
       for (size_t r = 0; r < run; r++)
-        memcpy(gv + (j + r) * p->dim_v, vs + r * p->v.seq,
-               p->dim_v * sizeof(float));
+        memcpy(gv + (j + r) * vrow, vs + r * p->v.seq * vu, vrow);
     j += run;
   }
   *k = gk;
   *v = gv;
-  *ldk = p->dim_qk;
-  *ldv = p->dim_v;
+  *ldk = p->kdim;
+  *ldv = p->vdim;
 }
 
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
@@ -74,12 +75,12 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
   const size_t m = t->m, bkv = p->block_kv;
   sa_rows r;
   sa_rows_start(p, t, ws, &r);
-  const float *q = t->q;
+  const void *q = t->q;
   size_t ldq = t->ldq;
   if (p->in_place) {
     float *copy = ws->buf + p->qcopy;
     for (size_t i = 0; i < m; i++)
-      memcpy(copy + i * p->dim_qk, t->q + i * t->ldq,
+      memcpy(copy + i * p->dim_qk, (const float *)t->q + i * t->ldq,
              p->dim_qk * sizeof(float));
     q = copy;
     ldq = p->dim_qk;
@@ -95,15 +96,14 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
     int partial, left;
     if (!sa_rows_block(p, t, &r, j0, nb, &partial, &left))
       continue;
-    const float *kb, *vb;
+    const void *kb, *vb;
     size_t ldk, ldv;
     keys_at(p, t, ws, j0, nb, &kb, &ldk, &vb, &ldv);
-    ks->score(m, nb, p->dim_qk, q, ldq, kb, ldk, p->scale, s, p->lds);
+    sa_score_any(ks, p, m, nb, q, ldq, kb, ldk, s);
     sa_rows_mods(ks, p, t, ws, &r, j0, nb, left);
     ks->softmax_online(m, nb, s, p->lds, partial ? r.hib : NULL, r.mx, r.l,
                        r.alpha);
-    ks->wsum(m, nb, p->dim_v, s, p->lds, vb, ldv, first ? NULL : r.alpha, t->o,
-             t->ldo);
+    sa_wsum_any(ks, p, m, nb, s, vb, ldv, first ? NULL : r.alpha, t->o, t->ldo);
     first = 0;
   }
   sa_rows_finish(p, t, &r);

@@ -91,7 +91,15 @@ typedef struct sa_plan {
   size_t scratch_lens;   /* per worker */
   size_t end[4];         /* q, k, v, o: elements from the base to past the
                             last element */
-  int in_place;          /* o is q: the fused driver copies Q rows first */
+  int in_place;          /* o is q (f32): the fused driver copies Q rows */
+
+  /* 0.4: element types. Strides, extents (end) and kdim / vdim count each
+   * tensor's units: elements, or q8_0 blocks of unit[] bytes. */
+  sa_dtype q_type, k_type, v_type, o_type;
+  size_t unit[4]; /* bytes per unit of q, k, v, o */
+  size_t kdim, vdim;
+  size_t ostage; /* a narrow O's rows accumulate here in f32, in buf */
+  int q_direct;  /* Q and K bf16 go to the set's score_bf16 as they are */
 
   /* 0.3: around the softmax (see sa_attention_desc) */
   const float *mask_add;
@@ -127,10 +135,15 @@ sa_status sa_strides_extent(const char *name, const sa_strides *st,
                             size_t batch, size_t heads, size_t len, size_t dim,
                             size_t *end);
 
-/* Do [a, a + a_end) and [b, b + b_end) (in floats) share a byte? Compared
+/* Do [a, a + a_bytes) and [b, b + b_bytes) share a byte? Compared
  * as integers: the tensors may come from different allocations, where
  * comparing pointers is not defined. */
-int sa_overlaps(const float *a, size_t a_end, const float *b, size_t b_end);
+int sa_overlaps(const void *a, size_t a_bytes, const void *b, size_t b_bytes);
+
+/* base + units of `unit` bytes each. */
+static inline const void *sa_at(const void *base, size_t units, size_t unit) {
+  return (const char *)base + units * unit;
+}
 
 /* Validates desc (no pointer checks) into plan; SA_OK or the reason. */
 sa_status sa_plan_make(const sa_attention_desc *desc, size_t block_q,
@@ -139,8 +152,8 @@ sa_status sa_plan_make(const sa_attention_desc *desc, size_t block_q,
 /* The pointer checks: O may be Q exactly (sets plan->in_place), and must
  * not otherwise overlap Q, K or V (SA_ERR_BAD_STRIDE); LSE overlaps none of
  * them, and neither O nor LSE overlaps a mask. */
-sa_status sa_plan_memory(sa_plan *plan, const float *q, const float *k,
-                         const float *v, const float *o);
+sa_status sa_plan_memory(sa_plan *plan, const void *q, const void *k,
+                         const void *v, const void *o);
 
 /* Paged keys: blocks are cut at page boundaries and read in place when a
  * page holds a whole key block; smaller pages are gathered per block. For
@@ -200,20 +213,46 @@ typedef struct sa_tile {
 } sa_tile;
 
 typedef struct sa_tile_io {
-  const float *q, *k, *v;
-  float *o;
-  size_t ldq, ldo; /* row strides of this tile's Q and O rows */
-  size_t m;        /* rows */
-  size_t b;        /* batch item */
-  size_t pos;      /* query position of row 0; rows advance it by `step` */
-  size_t step;     /* 1 for a block of positions, 0 for stacked heads */
-  size_t h0;       /* query head of row 0; stacked rows advance it by 1 */
-  float *lse;      /* row 0's LSE, rows ldlse apart; NULL: none wanted */
+  const void *q;     /* f32 rows (narrow ones are widened into scratch first),
+                        or bf16 ones when the plan says q_direct */
+  const void *k, *v; /* the KV head's key 0, in the plan's types */
+  float *o;          /* f32 rows: the caller's, or scratch for a narrow O */
+  size_t ldq, ldo;   /* row strides of this tile's Q and O rows, in units */
+  size_t m;          /* rows */
+  size_t b;          /* batch item */
+  size_t pos;        /* query position of row 0; rows advance it by `step` */
+  size_t step;       /* 1 for a block of positions, 0 for stacked heads */
+  size_t h0;         /* query head of row 0; stacked rows advance it by 1 */
+  float *lse;        /* row 0's LSE, rows ldlse apart; NULL: none wanted */
   size_t ldlse;
   size_t part, parts; /* split-KV: this task does part `part` of `parts`
                          of the tile's keys (1 part: all of them) */
   float *kept;        /* split-KV: per row, 1 if it kept a key in the part */
 } sa_tile_io;
+
+/* score and wsum for the plan's element types: f32, a narrow K or V
+ * (score_t, wsum_t), or bf16 Q and K both (score_bf16). One branch per
+ * kernel call; the kernels are where the time goes. */
+static inline void sa_score_any(const sa_kernel_set *ks, const sa_plan *p,
+                                size_t m, size_t n, const void *q, size_t ldq,
+                                const void *k, size_t ldk, float *s) {
+  if (p->q_direct)
+    ks->score_bf16(m, n, p->dim_qk, q, ldq, k, ldk, p->scale, s, p->lds);
+  else if (p->k_type == SA_F32)
+    ks->score(m, n, p->dim_qk, q, ldq, k, ldk, p->scale, s, p->lds);
+  else
+    ks->score_t[p->k_type](m, n, p->dim_qk, q, ldq, k, ldk, p->scale, s,
+                           p->lds);
+}
+static inline void sa_wsum_any(const sa_kernel_set *ks, const sa_plan *p,
+                               size_t m, size_t n, const float *s,
+                               const void *v, size_t ldv, const float *beta,
+                               float *o, size_t ldo) {
+  if (p->v_type == SA_F32)
+    ks->wsum(m, n, p->dim_v, s, p->lds, v, ldv, beta, o, ldo);
+  else
+    ks->wsum_t[p->v_type](m, n, p->dim_v, s, p->lds, v, ldv, beta, o, ldo);
+}
 
 void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
                         const sa_tile_io *t, sa_scratch *ws);

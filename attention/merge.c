@@ -20,7 +20,8 @@
 static sa_status check_out(const char *name, const float *out, size_t end,
                            const float *const *parts, size_t n) {
   for (size_t k = 0; k < n; k++)
-    if (parts[k] != out && sa_overlaps(out, end, parts[k], end))
+    if (parts[k] != out &&
+        sa_overlaps(out, end * sizeof(float), parts[k], end * sizeof(float)))
       return sa_fail(SA_ERR_BAD_STRIDE,
                      "merge: %s overlaps part %zu without being it", name, k);
   return SA_OK;
@@ -95,6 +96,8 @@ sa_status sa_attention_merge(const sa_merge_desc *desc,
       (st = check_out("o", o, oend, o_parts, d.parts)) ||
       (lse && (st = check_out("lse", lse, lend, lse_parts, d.parts))))
     return st;
+  oend *= sizeof(float);
+  lend *= sizeof(float);
   if (lse && sa_overlaps(o, oend, lse, lend))
     return sa_fail(SA_ERR_BAD_STRIDE, "merge: o and lse overlap");
   for (size_t k = 0; k < d.parts; k++)

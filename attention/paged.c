@@ -1,17 +1,19 @@
 /*
  * sa_kv_append: new tokens' keys and values into a paged cache. Everything
  * is checked first (lengths, every page each new token lands in, the extents
- * of the cache and of the new rows), then rows are copied: a decoder appends
- * a token per step, so this is a few memcpy calls of dim floats each.
+ * of the cache and of the new rows), then rows are copied, or rounded into
+ * a narrow cache by the best set's conversion kernels: a decoder appends a
+ * token per step, so this is a few rows of dim values each.
  */
 #include <stdint.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "errors.h"
 #include "internal.h"
 
-sa_status sa_kv_append(const sa_kv_append_desc *desc, float *k_cache,
-                       float *v_cache, const float *k_new, const float *v_new) {
+sa_status sa_kv_append(const sa_kv_append_desc *desc, void *k_cache,
+                       void *v_cache, const void *k_new, const void *v_new) {
   if (!desc || !k_cache || !v_cache || !k_new || !v_new)
     return sa_fail(SA_ERR_NULL_POINTER,
                    "sa_kv_append: desc, caches and new rows must not be NULL");
@@ -33,22 +35,50 @@ sa_status sa_kv_append(const sa_kv_append_desc *desc, float *k_cache,
                      "sa_kv_append: %s = %zu is outside "
                      "[1, 2^31]",
                      names[i], dims[i]);
+  /* types: the cache's any K/V type, the new rows' that or f32 */
+  const sa_dtype ctype[] = {d.k_type, d.v_type},
+                 ntype[] = {d.k_new_type, d.v_new_type};
+  size_t dim[] = {d.dim_qk, d.dim_v}, cdim[2], ndim[2];
+  for (int t = 0; t < 2; t++) {
+    if ((unsigned)ctype[t] > SA_Q8_0 ||
+        (ntype[t] != ctype[t] && ntype[t] != SA_F32))
+      return sa_fail(SA_ERR_BAD_ARGUMENT,
+                     "sa_kv_append: %s cache type %d, new rows %d: the new "
+                     "rows must be of the cache's type or f32",
+                     t ? "v" : "k", (int)ctype[t], (int)ntype[t]);
+    if (ctype[t] == SA_Q8_0 && dim[t] % SA_QK8_0)
+      return sa_fail(SA_ERR_BAD_SHAPE,
+                     "sa_kv_append: a q8_0 cache needs %s (%zu) to be a "
+                     "multiple of 32",
+                     t ? "dim_v" : "dim_qk", dim[t]);
+    cdim[t] = ctype[t] == SA_Q8_0 ? dim[t] / SA_QK8_0 : dim[t];
+    ndim[t] = ntype[t] == SA_Q8_0 ? dim[t] / SA_QK8_0 : dim[t];
+  }
   /* the cache is [pages, heads_kv, page_size, dim] (head-major pages, as
    * sa_attention reads them), the new rows [batch, heads_kv, tokens, dim] */
   sa_strides *cache[] = {&d.k, &d.v}, *fresh[] = {&d.k_new, &d.v_new};
   static const char *cname[] = {"sa_kv_append k", "sa_kv_append v"},
                     *fname[] = {"sa_kv_append k_new", "sa_kv_append v_new"};
-  size_t dim[] = {d.dim_qk, d.dim_v}, end;
+  size_t cend[2], nend[2];
   for (int t = 0; t < 2; t++)
     if ((st = sa_strides_resolve(cname[t], cache[t], d.heads_kv, d.page_size,
-                                 dim[t])) ||
+                                 cdim[t])) ||
         (st = sa_strides_resolve(fname[t], fresh[t], d.heads_kv, d.tokens,
-                                 dim[t])) ||
+                                 ndim[t])) ||
         (st = sa_strides_extent(cname[t], cache[t], d.num_pages, d.heads_kv,
-                                d.page_size, dim[t], &end)) ||
+                                d.page_size, cdim[t], &cend[t])) ||
         (st = sa_strides_extent(fname[t], fresh[t], d.batch, d.heads_kv,
-                                d.tokens, dim[t], &end)))
+                                d.tokens, ndim[t], &nend[t])))
       return st;
+  const void *src[] = {k_new, v_new};
+  void *dst[] = {k_cache, v_cache};
+  for (int t = 0; t < 2; t++)
+    if (ntype[t] != ctype[t] &&
+        sa_overlaps(dst[t], cend[t] * sa_dtype_unit(ctype[t]), src[t],
+                    nend[t] * sa_dtype_unit(ntype[t])))
+      return sa_fail(SA_ERR_BAD_STRIDE,
+                     "sa_kv_append: new %s rows to convert overlap the cache",
+                     t ? "v" : "k");
   for (size_t b = 0; b < d.batch; b++) {
     if (d.start[b] < 0 || (uint64_t)d.start[b] > SA_MAX_DIM)
       return sa_fail(SA_ERR_BAD_SHAPE, "sa_kv_append: start[%zu] = %lld", b,
@@ -69,8 +99,7 @@ sa_status sa_kv_append(const sa_kv_append_desc *desc, float *k_cache,
                        b, i, pg, d.num_pages);
     }
   }
-  float *dst[] = {k_cache, v_cache};
-  const float *src[] = {k_new, v_new};
+  const sa_kernel_set *ks = sa_kernel_set_best();
   for (size_t b = 0; b < d.batch; b++)
     for (size_t tok = 0; tok < d.tokens; tok++) {
       size_t pos = (size_t)d.start[b] + tok;
@@ -78,12 +107,20 @@ sa_status sa_kv_append(const sa_kv_append_desc *desc, float *k_cache,
           (size_t)d.block_table[b * d.block_table_stride + pos / d.page_size];
       size_t slot = pos % d.page_size;
       for (int t = 0; t < 2; t++)
-        for (size_t h = 0; h < d.heads_kv; h++)
-          memmove(dst[t] + pg * cache[t]->batch + h * cache[t]->head +
-                      slot * cache[t]->seq,
-                  src[t] + b * fresh[t]->batch + h * fresh[t]->head +
-                      tok * fresh[t]->seq,
-                  dim[t] * sizeof(float));
+        for (size_t h = 0; h < d.heads_kv; h++) {
+          void *to =
+              (char *)dst[t] + (pg * cache[t]->batch + h * cache[t]->head +
+                                slot * cache[t]->seq) *
+                                   sa_dtype_unit(ctype[t]);
+          const void *from = sa_at(src[t],
+                                   b * fresh[t]->batch + h * fresh[t]->head +
+                                       tok * fresh[t]->seq,
+                                   sa_dtype_unit(ntype[t]));
+          if (ntype[t] == ctype[t])
+            memmove(to, from, cdim[t] * sa_dtype_unit(ctype[t]));
+          else
+            ks->from_f32[ctype[t]](dim[t], from, to);
+        }
     }
   sa_clear_error();
   return SA_OK;

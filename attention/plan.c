@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "errors.h"
 #include "internal.h"
 
@@ -217,14 +218,14 @@ static sa_status plan_ragged(const sa_attention_desc *d, sa_plan *p, size_t *qn,
                    "block_table and cu_seqlens_kv: keys are either paged or "
                    "ragged");
   sa_strides *qs[] = {&p->q, &p->o}, *ks[] = {&p->k, &p->v};
-  size_t dims[] = {p->dim_qk, p->dim_v};
+  size_t qdims[] = {p->dim_qk, p->dim_v}, dims[] = {p->kdim, p->vdim};
   if (p->cu_q) {
     if ((st = prefix_sums("cu_seqlens_q", p->cu_q, p->batch, p->len_q, ql)))
       return st;
     *qn = 1;
     for (int t = 0; t < 2; t++)
       if (!qs[t]->batch && !qs[t]->head && !qs[t]->seq)
-        *qs[t] = (sa_strides){0, dims[t], p->heads_q * dims[t]};
+        *qs[t] = (sa_strides){0, qdims[t], p->heads_q * qdims[t]};
   }
   if (p->cu_kv) {
     if ((st = prefix_sums("cu_seqlens_kv", p->cu_kv, p->batch, p->len_kv, kl)))
@@ -281,6 +282,42 @@ static sa_status plan_paged(sa_plan *p) {
   return SA_OK;
 }
 
+/* Element types: Q and O f32, f16 or bf16, K and V also q8_0 (whole
+ * blocks along d). Strides and extents of K and V count their units. */
+static sa_status plan_types(const sa_attention_desc *d, sa_plan *p) {
+  const sa_dtype types[] = {d->q_type, d->k_type, d->v_type, d->o_type};
+  static const char *names[] = {"q_type", "k_type", "v_type", "o_type"};
+  for (int t = 0; t < 4; t++) {
+    int kv = t == 1 || t == 2;
+    if ((unsigned)types[t] > (unsigned)(kv ? SA_Q8_0 : SA_BF16))
+      return sa_fail(SA_ERR_BAD_ARGUMENT, "%s = %d is not %s", names[t],
+                     (int)types[t],
+                     types[t] == SA_Q8_0 ? "allowed (q8_0 is for K and V only)"
+                                         : "an sa_dtype");
+    p->unit[t] = sa_dtype_unit(types[t]);
+  }
+  p->q_type = d->q_type;
+  p->k_type = d->k_type;
+  p->v_type = d->v_type;
+  p->o_type = d->o_type;
+  p->kdim = d->dim_qk;
+  p->vdim = d->dim_v;
+  if (p->k_type == SA_Q8_0 || p->v_type == SA_Q8_0) {
+    size_t dim = p->k_type == SA_Q8_0 ? d->dim_qk : d->dim_v;
+    if ((p->k_type == SA_Q8_0 && d->dim_qk % SA_QK8_0) ||
+        (p->v_type == SA_Q8_0 && d->dim_v % SA_QK8_0))
+      return sa_fail(SA_ERR_BAD_SHAPE,
+                     "a q8_0 K or V needs its dimension (%zu) to be a "
+                     "multiple of 32",
+                     dim);
+    if (p->k_type == SA_Q8_0)
+      p->kdim = d->dim_qk / SA_QK8_0;
+    if (p->v_type == SA_Q8_0)
+      p->vdim = d->dim_v / SA_QK8_0;
+  }
+  return SA_OK;
+}
+
 sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
                        size_t block_kv, sa_plan *p) {
   const size_t dims[] = {d->batch,  d->heads_q, d->heads_kv, d->len_q,
@@ -304,6 +341,9 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   /* any finite scale, negative ones included, is a well-defined softmax */
   if (!isfinite(d->scale))
     return sa_fail(SA_ERR_BAD_ARGUMENT, "scale is not finite");
+  sa_status st;
+  if ((st = plan_types(d, p)))
+    return st;
 
   p->batch = d->batch;
   p->heads_q = d->heads_q;
@@ -321,28 +361,32 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   p->v = d->v;
   p->o = d->o;
 
-  sa_status st;
   /* How many (outer, rows) each tensor spans: [batch, len] normally,
    * [1, tokens] for a ragged side, [pages, page_size] for a paged cache. */
   size_t qn = p->batch, ql = p->len_q, kn = p->batch, kl = p->len_kv;
   if ((st = plan_ragged(d, p, &qn, &ql, &kn, &kl)))
     return st;
   if ((st = sa_strides_resolve("q", &p->q, p->heads_q, p->len_q, p->dim_qk)) ||
-      (st =
-           sa_strides_resolve("k", &p->k, p->heads_kv, p->len_kv, p->dim_qk)) ||
-      (st = sa_strides_resolve("v", &p->v, p->heads_kv, p->len_kv, p->dim_v)) ||
+      (st = sa_strides_resolve("k", &p->k, p->heads_kv, p->len_kv, p->kdim)) ||
+      (st = sa_strides_resolve("v", &p->v, p->heads_kv, p->len_kv, p->vdim)) ||
       (st = sa_strides_resolve("o", &p->o, p->heads_q, p->len_q, p->dim_v)) ||
       (st = sa_strides_extent("q", &p->q, qn, p->heads_q, ql, p->dim_qk,
                               &p->end[0])) ||
-      (st = sa_strides_extent("k", &p->k, kn, p->heads_kv, kl, p->dim_qk,
+      (st = sa_strides_extent("k", &p->k, kn, p->heads_kv, kl, p->kdim,
                               &p->end[1])) ||
-      (st = sa_strides_extent("v", &p->v, kn, p->heads_kv, kl, p->dim_v,
+      (st = sa_strides_extent("v", &p->v, kn, p->heads_kv, kl, p->vdim,
                               &p->end[2])) ||
       (st = sa_strides_extent("o", &p->o, qn, p->heads_q, ql, p->dim_v,
                               &p->end[3])) ||
       (ql && (st = no_alias("o", &p->o, qn, p->heads_q, ql, p->dim_v))) ||
       (st = plan_extras(d, p, qn, ql)) || (st = plan_paged(p)))
     return st;
+  /* q8_0 blocks are 34 bytes: the extents above were checked as floats */
+  static const char *tensor[] = {"q", "k", "v", "o"};
+  for (int t = 0; t < 4; t++)
+    if (p->end[t] > (size_t)PTRDIFF_MAX / p->unit[t])
+      return sa_fail(SA_ERR_OVERFLOW,
+                     "%s: strides span more than the address space", tensor[t]);
 
   p->block_q = block_q < p->len_q ? block_q : p->len_q;
   if (p->len_q == 1 && p->group > 1) /* decode: a KV group's heads as rows */
@@ -356,11 +400,14 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   int fused = p->algorithm == SA_ALGO_FUSED;
   size_t cols = fused ? p->block_kv : p->len_kv;
   p->lds = round_up16(cols);
-  size_t tile, extra, qrows = 0, gadd = 0, gbool = 0;
+  size_t tile, extra, qrows = 0, orows = 0, gadd = 0, gbool = 0;
   int ov = mul_ov(p->block_q, p->lds, &tile) || mul_ov(p->block_q, 5, &extra) ||
-           (fused && mul_ov(p->block_q, p->dim_qk, &qrows)) ||
+           ((fused || p->q_type != SA_F32) &&
+            mul_ov(p->block_q, p->dim_qk, &qrows)) ||
+           (p->o_type != SA_F32 && mul_ov(p->block_q, p->dim_v, &orows)) ||
            add_ov(tile, extra, &p->qcopy) ||
-           add_ov(p->qcopy, qrows, &p->gather);
+           add_ov(p->qcopy, qrows, &p->ostage) ||
+           add_ov(p->ostage, orows, &p->gather);
   if (!ov && p->mask_add && p->add_at.key != 1)
     gadd = tile;
   if (!ov && p->mask_bool && p->bool_at.key != 1)
@@ -369,7 +416,7 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
    * are gathered contiguous */
   size_t gkv = 0;
   if (!ov && p->table && !sa_pages_in_place(p))
-    ov = mul_ov(p->block_kv, p->dim_qk + p->dim_v, &gkv);
+    ov = mul_ov(p->block_kv, p->dim_qk + p->dim_v, &gkv); /* f32: the most */
   if (ov || add_ov(p->gather, gadd, &p->kvgather) ||
       add_ov(p->kvgather, gbool, &p->kvgather) ||
       add_ov(p->kvgather, gkv, &p->scratch_floats) ||
@@ -379,48 +426,54 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   p->rowvals = tile;
   p->scratch_lens = 5 * p->block_q;
   p->in_place = 0;
+  p->q_direct = 0;
   return SA_OK;
 }
 
-int sa_overlaps(const float *a, size_t a_end, const float *b, size_t b_end) {
+int sa_overlaps(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
   uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
-  return a0 < b0 + b_end * sizeof(float) && b0 < a0 + a_end * sizeof(float);
+  return a0 < b0 + b_bytes && b0 < a0 + a_bytes;
 }
 
-sa_status sa_plan_memory(sa_plan *p, const float *q, const float *k,
-                         const float *v, const float *o) {
+sa_status sa_plan_memory(sa_plan *p, const void *q, const void *k,
+                         const void *v, const void *o) {
   static const char *names[] = {"q", "k", "v"};
-  const float *in[] = {q, k, v};
+  const void *in[] = {q, k, v};
+  size_t bytes[4];
+  for (int t = 0; t < 4; t++)
+    bytes[t] = p->end[t] * p->unit[t];
   for (int t = 0; t < 3; t++) {
-    if (!sa_overlaps(o, p->end[3], in[t], p->end[t]))
+    if (!sa_overlaps(o, bytes[3], in[t], bytes[t]))
       continue;
     /* O exactly Q: row r of a tile is read (all of it, first) only by the
-     * tile that writes it */
-    if (t == 0 && o == q && p->dim_v == p->dim_qk &&
+     * tile that writes it. An f32 O is the fused driver's accumulator, so
+     * it copies the tile's Q rows first; any other O is staged in f32 and
+     * written when the tile is done. */
+    if (t == 0 && o == q && p->dim_v == p->dim_qk && p->q_type == p->o_type &&
         memcmp(&p->o, &p->q, sizeof p->o) == 0) {
-      p->in_place = 1;
+      p->in_place = p->o_type == SA_F32;
       continue;
     }
     return sa_fail(SA_ERR_BAD_STRIDE,
-                   "o overlaps %s; only o == q with the same strides and "
-                   "dim_v == dim_qk (in place) is allowed",
+                   "o overlaps %s; only o == q with the same strides, "
+                   "type and dim_v == dim_qk (in place) is allowed",
                    names[t]);
   }
   /* Masks are read while O and LSE are written: neither may overlap them.
    * Bytes of the boolean mask are counted as a quarter float, rounded up. */
-  const float *masks[] = {p->mask_add,
-                          (const float *)(const void *)p->mask_bool};
-  size_t mask_end[] = {p->end_extra[0], (p->end_extra[1] + 3) / 4};
+  const void *masks[] = {p->mask_add, p->mask_bool};
+  size_t mask_end[] = {p->end_extra[0] * sizeof(float), p->end_extra[1]};
+  size_t lse_end = p->end_extra[2] * sizeof(float);
   static const char *mask_names[] = {"mask_add", "mask_bool"};
   for (int t = 0; t < 2; t++)
-    if (masks[t] && (sa_overlaps(o, p->end[3], masks[t], mask_end[t]) ||
-                     (p->lse && sa_overlaps(p->lse, p->end_extra[2], masks[t],
-                                            mask_end[t]))))
+    if (masks[t] &&
+        (sa_overlaps(o, bytes[3], masks[t], mask_end[t]) ||
+         (p->lse && sa_overlaps(p->lse, lse_end, masks[t], mask_end[t]))))
       return sa_fail(SA_ERR_BAD_STRIDE, "o or lse overlaps %s", mask_names[t]);
-  const float *all[] = {q, k, v, o};
+  const void *all[] = {q, k, v, o};
   static const char *all_names[] = {"q", "k", "v", "o"};
   for (int t = 0; p->lse && t < 4; t++)
-    if (sa_overlaps(p->lse, p->end_extra[2], all[t], p->end[t]))
+    if (sa_overlaps(p->lse, lse_end, all[t], bytes[t]))
       return sa_fail(SA_ERR_BAD_STRIDE, "lse overlaps %s", all_names[t]);
   return SA_OK;
 }

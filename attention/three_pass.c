@@ -22,16 +22,16 @@ void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
     any = sa_rows_block(p, t, &r, r.jlo, nv, &partial, &left);
   if (any) {
     float *s = ws->buf;
-    ks->score(t->m, nv, p->dim_qk, t->q, t->ldq, t->k + r.jlo * p->k.seq,
-              p->k.seq, p->scale, s, p->lds);
+    sa_score_any(ks, p, t->m, nv, t->q, t->ldq,
+                 sa_at(t->k, r.jlo * p->k.seq, p->unit[1]), p->k.seq, s);
     sa_rows_mods(ks, p, t, ws, &r, r.jlo, nv, left);
     const size_t *len = partial ? r.hib : NULL;
     if (p->online)
       ks->softmax_online(t->m, nv, s, p->lds, len, r.mx, r.l, r.alpha);
     else
       ks->softmax(t->m, nv, s, p->lds, len);
-    ks->wsum(t->m, nv, p->dim_v, s, p->lds, t->v + r.jlo * p->v.seq, p->v.seq,
-             NULL, t->o, t->ldo);
+    sa_wsum_any(ks, p, t->m, nv, s, sa_at(t->v, r.jlo * p->v.seq, p->unit[2]),
+                p->v.seq, NULL, t->o, t->ldo);
   }
   if (p->online) {
     sa_rows_finish(p, t, &r);

@@ -41,9 +41,11 @@ static const struct {
     {SA_CPU_AVX512VL, "avx512vl"},
     {SA_CPU_AVX512BF16, "avx512bf16"},
     {SA_CPU_AVX512VNNI, "avx512vnni"},
+    {SA_CPU_F16C, "f16c"},
     {SA_CPU_NEON, "neon"},
     {SA_CPU_ASIMDHP, "asimdhp"},
     {SA_CPU_SVE, "sve"},
+    {SA_CPU_BF16, "bf16"},
 };
 
 const char *sa_cpu_feature_names(uint64_t f, char *buf, size_t size) {

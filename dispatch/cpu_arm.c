@@ -22,6 +22,9 @@
 #ifndef HWCAP_SVE
 #define HWCAP_SVE (1 << 22)
 #endif
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1 << 14)
+#endif
 
 uint64_t sa_cpu_detect(void) {
   unsigned long hw = getauxval(AT_HWCAP);
@@ -32,6 +35,8 @@ uint64_t sa_cpu_detect(void) {
     f |= SA_CPU_ASIMDHP;
   if (hw & HWCAP_SVE)
     f |= SA_CPU_SVE;
+  if (getauxval(AT_HWCAP2) & HWCAP2_BF16)
+    f |= SA_CPU_BF16;
   return f;
 }
 

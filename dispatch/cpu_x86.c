@@ -47,6 +47,8 @@ uint64_t sa_cpu_detect(void) {
     f |= SA_CPU_AVX;
   if ((f & SA_CPU_AVX) && ((ecx1 >> 12) & 1))
     f |= SA_CPU_FMA;
+  if ((f & SA_CPU_AVX) && ((ecx1 >> 29) & 1))
+    f |= SA_CPU_F16C;
   if (max_leaf < 7)
     return f;
 

@@ -16,12 +16,33 @@
 #include "errors.h"
 #include "kernels.h"
 
-#define SA_X86_AVX2 (SA_CPU_AVX | SA_CPU_AVX2 | SA_CPU_FMA)
+#define SA_X86_AVX2 (SA_CPU_AVX | SA_CPU_AVX2 | SA_CPU_FMA | SA_CPU_F16C)
 #define SA_X86_AVX512                                                          \
   (SA_X86_AVX2 | SA_CPU_AVX512F | SA_CPU_AVX512BW | SA_CPU_AVX512DQ |          \
    SA_CPU_AVX512VL)
 
 #define SET .struct_size = sizeof(sa_kernel_set)
+
+/* Which ISA's narrow-type kernels a set uses: its own once written. */
+#define NARROW_AVX2 scalar
+#define NARROW_AVX512 scalar
+#define NARROW_NEON scalar
+
+/* The narrow-type slots of one ISA (kernels.h names them). */
+#define NARROW(isa) NARROW_SLOTS(isa)
+#define NARROW_SLOTS(isa)                                                      \
+  .score_t = {[SA_F16] = sa_score_f16__##isa,                                  \
+              [SA_BF16] = sa_score_bf16__##isa,                                \
+              [SA_Q8_0] = sa_score_q8_0__##isa},                               \
+  .wsum_t = {[SA_F16] = sa_wsum_f16__##isa,                                    \
+             [SA_BF16] = sa_wsum_bf16__##isa,                                  \
+             [SA_Q8_0] = sa_wsum_q8_0__##isa},                                 \
+  .to_f32 = {[SA_F16] = sa_f16_to_f32__##isa,                                  \
+             [SA_BF16] = sa_bf16_to_f32__##isa,                                \
+             [SA_Q8_0] = sa_q8_0_to_f32__##isa},                               \
+  .from_f32 = {[SA_F16] = sa_f32_to_f16__##isa,                                \
+               [SA_BF16] = sa_f32_to_bf16__##isa,                              \
+               [SA_Q8_0] = sa_f32_to_q8_0__##isa}
 
 /* What the two exp variants of one ISA share: the blocking. */
 #define AVX2_BLOCKING                                                          \
@@ -36,20 +57,21 @@ static const sa_kernel_set kernel_sets[] = {
      .about = "plain C loops, libm expf; the oracle", .vector_bits = 0,
      .priority = 0, .cpu_features = 0, .score = sa_score__scalar,
      .softmax = sa_softmax__scalar, .softmax_online = sa_softmax_online__scalar,
-     .wsum = sa_wsum__scalar, .score_mod = sa_score_mod__scalar},
+     .wsum = sa_wsum__scalar, .score_mod = sa_score_mod__scalar,
+     NARROW(scalar)},
 #if SA_HAVE_AVX2
     {SET, .name = "avx2", .isa = "avx2", .exp_impl = "sleef-u10",
      .about = AVX2_BLOCKING "SLEEF expf8 u10 (1 ULP)", .vector_bits = 256,
      .priority = 21, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
      .softmax = sa_softmax__avx2_sleef,
      .softmax_online = sa_softmax_online__avx2_sleef, .wsum = sa_wsum__avx2,
-     .score_mod = sa_score_mod__avx2},
+     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2)},
     {SET, .name = "avx2-polyexp", .isa = "avx2", .exp_impl = "poly",
      .about = AVX2_BLOCKING "polynomial exp (1.01 ULP)", .vector_bits = 256,
      .priority = 20, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
      .softmax = sa_softmax__avx2_poly,
      .softmax_online = sa_softmax_online__avx2_poly, .wsum = sa_wsum__avx2,
-     .score_mod = sa_score_mod__avx2},
+     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2)},
 #endif
 #if SA_HAVE_AVX512
     {SET, .name = "avx512", .isa = "avx512", .exp_impl = "sleef-u10",
@@ -57,13 +79,24 @@ static const sa_kernel_set kernel_sets[] = {
      .priority = 31, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
      .softmax = sa_softmax__avx512_sleef,
      .softmax_online = sa_softmax_online__avx512_sleef, .wsum = sa_wsum__avx512,
-     .score_mod = sa_score_mod__avx512},
+     .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512)},
     {SET, .name = "avx512-polyexp", .isa = "avx512", .exp_impl = "poly",
      .about = AVX512_BLOCKING "polynomial exp (1.01 ULP)", .vector_bits = 512,
      .priority = 30, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
      .softmax = sa_softmax__avx512_poly,
      .softmax_online = sa_softmax_online__avx512_poly, .wsum = sa_wsum__avx512,
-     .score_mod = sa_score_mod__avx512},
+     .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512)},
+#endif
+#if SA_HAVE_AVX512BF16
+    {SET, .name = "avx512bf16", .isa = "avx512", .exp_impl = "sleef-u10",
+     .about = AVX512_BLOCKING "SLEEF expf16 u10 (1 ULP); bf16 Q.K by "
+                              "vdpbf16ps (AVX512_BF16)",
+     .vector_bits = 512, .priority = 32,
+     .cpu_features = SA_X86_AVX512 | SA_CPU_AVX512BF16,
+     .score = sa_score__avx512, .softmax = sa_softmax__avx512_sleef,
+     .softmax_online = sa_softmax_online__avx512_sleef, .wsum = sa_wsum__avx512,
+     .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512),
+     .score_bf16 = sa_score_bf16_dp__avx512},
 #endif
 #if SA_HAVE_NEON
     {SET, .name = "neon", .isa = "neon", .exp_impl = "sleef-u10",
@@ -71,13 +104,23 @@ static const sa_kernel_set kernel_sets[] = {
      .priority = 11, .cpu_features = SA_CPU_NEON, .score = sa_score__neon,
      .softmax = sa_softmax__neon_sleef,
      .softmax_online = sa_softmax_online__neon_sleef, .wsum = sa_wsum__neon,
-     .score_mod = sa_score_mod__neon},
+     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON)},
     {SET, .name = "neon-polyexp", .isa = "neon", .exp_impl = "poly",
      .about = "AArch64 Advanced SIMD, inline polynomial exp",
      .vector_bits = 128, .priority = 10, .cpu_features = SA_CPU_NEON,
      .score = sa_score__neon, .softmax = sa_softmax__neon_poly,
      .softmax_online = sa_softmax_online__neon_poly, .wsum = sa_wsum__neon,
-     .score_mod = sa_score_mod__neon},
+     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON)},
+#endif
+#if SA_HAVE_NEON_BF16
+    {SET, .name = "neon-bf16", .isa = "neon", .exp_impl = "sleef-u10",
+     .about = "AArch64 Advanced SIMD, SLEEF expf4 u10; bf16 Q.K by BFDOT",
+     .vector_bits = 128, .priority = 12,
+     .cpu_features = SA_CPU_NEON | SA_CPU_BF16, .score = sa_score__neon,
+     .softmax = sa_softmax__neon_sleef,
+     .softmax_online = sa_softmax_online__neon_sleef, .wsum = sa_wsum__neon,
+     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON),
+     .score_bf16 = sa_score_bf16_dp__neon},
 #endif
 };
 

@@ -5,9 +5,11 @@
  * of kernel sets (usable directly by an outside engine), CPU feature queries,
  * the context (chosen kernel set, worker threads) and the attention call.
  *
- * All tensors are fp32. Sizes and strides are counted in elements,
- * never bytes. Every call returns a status; on any status other than SA_OK
- * nothing has been written to the caller's output.
+ * Tensors are fp32 unless the descriptor gives them another element type
+ * (sa_dtype: f16, bf16, and for K and V ggml's q8_0 blocks); the arithmetic
+ * is fp32 throughout. Sizes and strides are counted in elements (q8_0: in
+ * 32-element blocks), never bytes. Every call returns a status; on any
+ * status other than SA_OK nothing has been written to the caller's output.
  *
  * ABI: the two structs a caller fills (sa_attention_desc, sa_context_options)
  * begin with struct_size, set by their _init function from the caller's own
@@ -38,14 +40,14 @@ extern "C" {
 
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
-#define SA_VERSION_MINOR 3
+#define SA_VERSION_MINOR 4
 #define SA_VERSION_PATCH 0
-#define SA_VERSION_STRING "0.3.0"
+#define SA_VERSION_STRING "0.4.0"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.3.0". Compare with SA_VERSION to see which header a caller was built
+ * "0.4.0". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);
@@ -95,9 +97,11 @@ enum {
   SA_CPU_AVX512VL = 1u << 7,
   SA_CPU_AVX512BF16 = 1u << 8,
   SA_CPU_AVX512VNNI = 1u << 9,
+  SA_CPU_F16C = 1u << 10, /* vcvtph2ps / vcvtps2ph (with AVX state) */
   SA_CPU_NEON = 1u << 16, /* AArch64 Advanced SIMD */
   SA_CPU_ASIMDHP = 1u << 17,
   SA_CPU_SVE = 1u << 18,
+  SA_CPU_BF16 = 1u << 19, /* AArch64 BFDOT / BFMMLA (FEAT_BF16) */
 };
 
 /* Features of this CPU that the OS lets us use; detected once, thread-safe. */
@@ -111,6 +115,56 @@ SA_API size_t sa_cpu_describe(char *buf, size_t size);
  * (always terminated, truncated at a whole name) and returns buf. */
 SA_API const char *sa_cpu_feature_names(uint64_t features, char *buf,
                                         size_t size);
+
+/* ---------------------------------------------------------- element types */
+
+/*
+ * The element type of one tensor. Scores, softmax and the weighted sum of V
+ * are always computed and accumulated in fp32; narrow types are widened in
+ * registers as they are read, and a narrow O is rounded once at the end.
+ */
+typedef enum sa_dtype {
+  SA_F32 = 0, /* IEEE binary32 */
+  SA_F16,     /* IEEE binary16 (llama.cpp's default KV cache) */
+  SA_BF16,    /* bfloat16: the top 16 bits of a binary32 */
+  /* ggml's block_q8_0, K and V only: each run of 32 values along d is
+   * one sa_block_q8_0 (34 bytes, 2-byte aligned) holding int8 q[32] and an
+   * f16 scale, value = q * scale. The dimension must be a multiple of 32,
+   * and strides count blocks: a packed [B, H, L, d] cache has seq stride
+   * d / 32. An engine's q8_0 cache is passed as it is. */
+  SA_Q8_0,
+} sa_dtype;
+
+/* One q8_0 block, byte for byte ggml's: scale first, then the 32 values. */
+typedef struct sa_block_q8_0 {
+  uint16_t scale; /* binary16 bits */
+  int8_t q[32];
+} sa_block_q8_0;
+
+/* Bytes that n elements of type t take (q8_0: n a multiple of 32), or 0
+ * for an unknown type or a q8_0 count that is not whole blocks. */
+SA_API size_t sa_dtype_bytes(sa_dtype t, size_t n);
+
+/* "f32", "f16", "bf16", "q8_0"; "?" for anything else. */
+SA_API const char *sa_dtype_name(sa_dtype t);
+
+/*
+ * Converts n values from src (type from) to dst (type to), with the best
+ * runnable kernel set. One side must be SA_F32 (or both the same type: a
+ * copy). Rounding:
+ * - f32 -> f16 and f32 -> bf16 round to nearest, ties to even, whatever the
+ *   FP environment; overflow gives +-Inf, denormals are produced and read
+ *   exactly (no flush to zero), NaN stays NaN (quiet, sign and top payload
+ *   bits kept); f16 / bf16 -> f32 is exact (a signalling NaN is quieted).
+ * - f32 -> q8_0 is ggml's reference quantiser (quantize_row_q8_0_ref):
+ *   scale = max|x| / 127 rounded to f16, q = roundf(x * (1 / unrounded
+ *   scale)); q8_0 -> f32 is q * scale. n must be a multiple of 32.
+ * src and dst must not overlap (SA_ERR_BAD_STRIDE); an unknown type or a
+ * pair without f32 is SA_ERR_BAD_ARGUMENT, a q8_0 count not a multiple of
+ * 32 SA_ERR_BAD_SHAPE.
+ */
+SA_API sa_status sa_convert(sa_dtype to, void *dst, sa_dtype from,
+                            const void *src, size_t n);
 
 /* ------------------------------------------------------------ kernel sets */
 
@@ -180,6 +234,31 @@ typedef void (*sa_score_mod_fn)(size_t m, size_t n, float *s, size_t lds,
                                 const sa_score_mods *mods);
 
 /*
+ * Narrow element types (0.4). The same contracts as score and wsum, with K
+ * (score_t) or V (wsum_t) of another type: k / v point at the first key's
+ * row, and ldk / ldv count that type's units (elements; 34-byte blocks for
+ * q8_0, where d or dv is a multiple of 32). Each value is widened exactly to
+ * fp32 and the arithmetic is the f32 kernel's. score_qk takes Q as well as K
+ * in bf16 and may multiply in bf16 pairs (AVX512_BF16 vdpbf16ps): products
+ * are exact, pairs are summed before they reach the fp32 accumulator, and
+ * bf16 denormal inputs count as zero. convert: n values (q8_0: n a multiple
+ * of 32) with sa_convert's rounding; src and dst do not overlap.
+ */
+typedef void (*sa_score_t_fn)(size_t m, size_t n, size_t d, const float *q,
+                              size_t ldq, const void *k, size_t ldk,
+                              float scale, float *s, size_t lds);
+typedef void (*sa_score_qk_fn)(size_t m, size_t n, size_t d, const void *q,
+                               size_t ldq, const void *k, size_t ldk,
+                               float scale, float *s, size_t lds);
+typedef void (*sa_wsum_t_fn)(size_t m, size_t n, size_t dv, const float *p,
+                             size_t ldp, const void *v, size_t ldv,
+                             const float *beta, float *o, size_t ldo);
+typedef void (*sa_convert_fn)(size_t n, const void *src, void *dst);
+
+/* Per-type slots hold this many entries, indexed by sa_dtype. */
+#define SA_DTYPE_SLOTS 8
+
+/*
  * A kernel set: a named table of the four micro-kernels plus what the CPU must
  * have to run them. Sets are static and live for the whole program. New
  * optional slots are only ever appended, so engines holding a pointer keep
@@ -202,6 +281,15 @@ typedef struct sa_kernel_set {
   sa_wsum_fn wsum;
   /* --- 0.3 */
   sa_score_mod_fn score_mod; /* tanh: SLEEF u35 (3.5 ULP); scalar: libm */
+  /* --- 0.4: narrow element types, indexed by sa_dtype. Entry [SA_F32] is
+   * NULL (score and wsum serve f32); every set fills f16, bf16 and q8_0. */
+  sa_score_t_fn score_t[SA_DTYPE_SLOTS];  /* K of that type, Q f32 */
+  sa_wsum_t_fn wsum_t[SA_DTYPE_SLOTS];    /* V of that type */
+  sa_convert_fn to_f32[SA_DTYPE_SLOTS];   /* that type -> f32 */
+  sa_convert_fn from_f32[SA_DTYPE_SLOTS]; /* f32 -> that type */
+  /* Q and K both bf16 with bf16 dot-product instructions; NULL in sets
+   * whose CPU has none (then Q is widened and score_t[SA_BF16] runs). */
+  sa_score_qk_fn score_bf16;
 } sa_kernel_set;
 
 /* Every kernel set compiled into this library, runnable here or not. */
@@ -449,6 +537,15 @@ typedef struct sa_attention_desc {
   size_t block_table_stride; /* entries per sequence, >= its pages */
   size_t page_size;
   size_t num_pages;
+  /* --- 0.4: element types (sa_dtype; zero is SA_F32). Q and O: f32, f16
+   * or bf16; K and V also SA_Q8_0 (dim_qk resp. dim_v a multiple of 32,
+   * strides in blocks). Q, K and V are widened exactly; O is accumulated
+   * in fp32 and rounded once (nearest even). O may be exactly Q only when
+   * their types match. With Q and K both bf16, a set with bf16 dot products
+   * (avx512bf16) multiplies in bf16 pairs; any other set widens Q to f32,
+   * so every type runs on every set. Masks, LSE, sinks and slopes stay
+   * f32. A paged cache takes any K/V type; strides are in its units. */
+  sa_dtype q_type, k_type, v_type, o_type;
 } sa_attention_desc;
 
 /* The smallest struct_size accepted (0.2's fields). */
@@ -463,10 +560,13 @@ static inline void sa_attention_desc_init(sa_attention_desc *desc) {
 
 /*
  * O = softmax(scale * Q Kᵀ, masked) V for every batch and query head; query
- * head h reads key/value head h / (heads_q / heads_kv). ctx may be NULL: the
- * calling thread alone, with sa_kernel_set_default(); the first such call on
- * a thread sets up a small per-thread context that later calls reuse (freed
- * when the thread exits), so NULL-context calls cost no allocation.
+ * head h reads key/value head h / (heads_q / heads_kv). q, k, v and o point
+ * at tensors of the descriptor's q_type, k_type, v_type and o_type (all
+ * f32 unless set; 0.3 and older took float pointers, which still convert). ctx
+ * may be NULL: the calling thread alone, with sa_kernel_set_default(); the
+ * first such call on a thread sets up a small per-thread context that later
+ * calls reuse (freed when the thread exits), so NULL-context calls cost no
+ * allocation.
  *
  * Output and inputs: O may be exactly Q (same pointer, same resolved strides,
  * dim_v == dim_qk): attention in place, with either algorithm. Any other
@@ -486,8 +586,8 @@ static inline void sa_attention_desc_init(sa_attention_desc *desc) {
  *   thread count under any such state.
  */
 SA_API sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
-                              const float *q, const float *k, const float *v,
-                              float *o);
+                              const void *q, const void *k, const void *v,
+                              void *o);
 
 /*
  * Combines partial attention results over disjoint key ranges of the same
@@ -541,6 +641,11 @@ typedef struct sa_kv_append_desc {
   sa_strides k, v;         /* the cache, as sa_attention_desc's k and v */
   sa_strides k_new, v_new; /* the new rows [batch, heads_kv, tokens, dim];
                               all zero: packed */
+  /* --- 0.4: the cache's element types, as in sa_attention_desc (q8_0
+   * strides in blocks), and the new rows': the cache's type (copied) or
+   * SA_F32 (rounded as sa_convert does: an engine's f32 K and V go into
+   * an f16, bf16 or q8_0 cache in one call). */
+  sa_dtype k_type, v_type, k_new_type, v_new_type;
 } sa_kv_append_desc;
 
 #define SA_KV_APPEND_DESC_MIN_SIZE                                             \
@@ -551,9 +656,9 @@ static inline void sa_kv_append_desc_init(sa_kv_append_desc *desc) {
   desc->struct_size = sizeof *desc;
 }
 
-SA_API sa_status sa_kv_append(const sa_kv_append_desc *desc, float *k_cache,
-                              float *v_cache, const float *k_new,
-                              const float *v_new);
+SA_API sa_status sa_kv_append(const sa_kv_append_desc *desc, void *k_cache,
+                              void *v_cache, const void *k_new,
+                              const void *v_new);
 
 /*
  * The standard ALiBi slopes for `heads` heads (Press et al.): 2^(-8 (h+1) / n)

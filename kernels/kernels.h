@@ -26,6 +26,32 @@
           const float *v, size_t ldv, const float *beta, float *o, size_t ldo)
 #define SA_DECLARE_SCORE_MOD(fn)                                               \
   void fn(size_t m, size_t n, float *s, size_t lds, const sa_score_mods *mods)
+#define SA_DECLARE_SCORE_T(fn)                                                 \
+  void fn(size_t m, size_t n, size_t d, const float *q, size_t ldq,            \
+          const void *k, size_t ldk, float scale, float *s, size_t lds)
+#define SA_DECLARE_SCORE_QK(fn)                                                \
+  void fn(size_t m, size_t n, size_t d, const void *q, size_t ldq,             \
+          const void *k, size_t ldk, float scale, float *s, size_t lds)
+#define SA_DECLARE_WSUM_T(fn)                                                  \
+  void fn(size_t m, size_t n, size_t dv, const float *p, size_t ldp,           \
+          const void *v, size_t ldv, const float *beta, float *o, size_t ldo)
+#define SA_DECLARE_CONVERT(fn) void fn(size_t n, const void *src, void *dst)
+
+/* The narrow-type slots of one ISA: score_t, wsum_t, to_f32, from_f32 for
+ * f16, bf16 and q8_0, named sa_<op>_<type>__<isa>. */
+#define SA_DECLARE_NARROW(isa)                                                 \
+  SA_DECLARE_SCORE_T(sa_score_f16__##isa);                                     \
+  SA_DECLARE_SCORE_T(sa_score_bf16__##isa);                                    \
+  SA_DECLARE_SCORE_T(sa_score_q8_0__##isa);                                    \
+  SA_DECLARE_WSUM_T(sa_wsum_f16__##isa);                                       \
+  SA_DECLARE_WSUM_T(sa_wsum_bf16__##isa);                                      \
+  SA_DECLARE_WSUM_T(sa_wsum_q8_0__##isa);                                      \
+  SA_DECLARE_CONVERT(sa_f16_to_f32__##isa);                                    \
+  SA_DECLARE_CONVERT(sa_bf16_to_f32__##isa);                                   \
+  SA_DECLARE_CONVERT(sa_q8_0_to_f32__##isa);                                   \
+  SA_DECLARE_CONVERT(sa_f32_to_f16__##isa);                                    \
+  SA_DECLARE_CONVERT(sa_f32_to_bf16__##isa);                                   \
+  SA_DECLARE_CONVERT(sa_f32_to_q8_0__##isa)
 
 /* scalar: plain C, libm expf, the oracle. */
 SA_DECLARE_SCORE(sa_score__scalar);
@@ -33,8 +59,9 @@ SA_DECLARE_SOFTMAX(sa_softmax__scalar);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__scalar);
 SA_DECLARE_WSUM(sa_wsum__scalar);
 SA_DECLARE_SCORE_MOD(sa_score_mod__scalar);
+SA_DECLARE_NARROW(scalar);
 
-/* avx2: AVX2 + FMA, 8 lanes. */
+/* avx2: AVX2 + FMA (+ F16C for f16), 8 lanes. */
 SA_DECLARE_SCORE(sa_score__avx2);
 SA_DECLARE_SOFTMAX(sa_softmax__avx2_sleef);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__avx2_sleef);
@@ -42,6 +69,7 @@ SA_DECLARE_SOFTMAX(sa_softmax__avx2_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__avx2_poly);
 SA_DECLARE_WSUM(sa_wsum__avx2);
 SA_DECLARE_SCORE_MOD(sa_score_mod__avx2);
+SA_DECLARE_NARROW(avx2);
 
 /* avx512: AVX-512 F/BW/DQ/VL, 16 lanes, masked tails. */
 SA_DECLARE_SCORE(sa_score__avx512);
@@ -51,6 +79,9 @@ SA_DECLARE_SOFTMAX(sa_softmax__avx512_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__avx512_poly);
 SA_DECLARE_WSUM(sa_wsum__avx512);
 SA_DECLARE_SCORE_MOD(sa_score_mod__avx512);
+SA_DECLARE_NARROW(avx512);
+/* avx512bf16: Q and K bf16 through vdpbf16ps (AVX512_BF16). */
+SA_DECLARE_SCORE_QK(sa_score_bf16_dp__avx512);
 
 /* neon: AArch64 Advanced SIMD, 4 lanes. */
 SA_DECLARE_SCORE(sa_score__neon);
@@ -60,5 +91,8 @@ SA_DECLARE_SOFTMAX(sa_softmax__neon_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__neon_poly);
 SA_DECLARE_WSUM(sa_wsum__neon);
 SA_DECLARE_SCORE_MOD(sa_score_mod__neon);
+SA_DECLARE_NARROW(neon);
+/* neon-bf16: Q and K bf16 through BFDOT (FEAT_BF16). */
+SA_DECLARE_SCORE_QK(sa_score_bf16_dp__neon);
 
 #endif /* SA_KERNELS_H */
