@@ -66,10 +66,11 @@ typedef struct shape {
   int kind;
   size_t batch, hq, hkv, lq, lkv, d;
   size_t window;
-  size_t page; /* PAGED */
+  size_t page;      /* PAGED */
+  sa_dtype qt, kvt; /* Q and O; K and V (f32 unless a row says) */
 } shape;
 
-#define MAX_SHAPES 24
+#define MAX_SHAPES 32
 static shape shapes[MAX_SHAPES];
 static size_t n_shapes;
 static float *refs[MAX_SHAPES]; /* the oracle's output, once per shape */
@@ -77,7 +78,7 @@ static float *refs[MAX_SHAPES]; /* the oracle's output, once per shape */
 static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
                       size_t d) {
   shape *s = &shapes[n_shapes++];
-  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0, 0};
+  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0, 0, SA_F32, SA_F32};
   switch (kind) {
   case PREFILL:
     snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu", lq, d, hq);
@@ -130,6 +131,17 @@ static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
   }
 }
 
+/* The last shape with narrow tensors: Q and O of type qt, K and V of kvt
+ * ("_f16", "_bf16", "_q8_0" on its name: the KV type, or "_bf16" for all). */
+static void typed(sa_dtype qt, sa_dtype kvt) {
+  shape *s = &shapes[n_shapes - 1];
+  s->qt = qt;
+  s->kvt = kvt;
+  size_t n = strlen(s->name);
+  snprintf(s->name + n, sizeof s->name - n, "_%s%s", sa_dtype_name(kvt),
+           qt == SA_F32 ? "kv" : "");
+}
+
 /* Keys of sequence b in MIXED/PAGED (1/8 .. 8/8 of len_kv), or its length in
  * the VARLEN kinds (100 .. len_q, evenly spaced). */
 static size_t seq_len(const shape *s, size_t b) {
@@ -166,6 +178,8 @@ static sa_attention_desc desc_of(const shape *s, sa_algorithm algo,
   d.mask = s->kind == CAUSAL || s->kind == WINDOW ? SA_MASK_CAUSAL_TOP_LEFT
                                                   : SA_MASK_NONE;
   d.algorithm = algo;
+  d.q_type = d.o_type = s->qt;
+  d.k_type = d.v_type = s->kvt;
   if (s->kind == PADDED) {
     d.mask_add = ld->pad;
     d.mask_add_layout = (sa_mask_layout){s->lkv, 0, 0, 1, 0};
@@ -230,8 +244,10 @@ static double flops_of(const shape *s) {
 
 typedef struct shape_data {
   int idx;
-  float *q, *k, *v, *o, *s, *pad;
+  float *q, *k, *v, *o, *s, *pad; /* q, k, v, o in the shape's types */
   size_t q_elems, kv_elems, o_elems, copies;
+  size_t kv_bytes; /* one copy of K (or V) */
+  float *wide;     /* a narrow O widened, to measure its error */
   layout_data ld;
 } shape_data;
 
@@ -247,6 +263,7 @@ static shape_data *data_for(int idx) {
   sa_bench_free(cur.o);
   sa_bench_free(cur.s);
   sa_bench_free(cur.pad);
+  sa_bench_free(cur.wide);
   free(cur.ld.table);
   const shape *s = &shapes[idx];
   cur = (shape_data){.idx = idx, .copies = 1};
@@ -273,19 +290,29 @@ static shape_data *data_for(int idx) {
     cur.q_elems = cur.kv_elems = cur.o_elems =
         (size_t)ld->cu[NSEQ] * s->hq * s->d;
   }
+  cur.kv_bytes = sa_dtype_bytes(s->kvt, cur.kv_elems);
   if (s->kind == DECODE) {
-    size_t one = 2 * cur.kv_elems * sizeof(float);
-    cur.copies = sa_bench_cfg.decode_bytes / one;
+    cur.copies = sa_bench_cfg.decode_bytes / (2 * cur.kv_bytes);
     if (cur.copies < 1)
       cur.copies = 1;
   }
+  /* every tensor filled in f32, then rounded to its type */
+  size_t kv_floats = (cur.kv_bytes * cur.copies + 3) / 4;
   cur.q = sa_bench_alloc(cur.q_elems);
-  cur.k = sa_bench_alloc(cur.kv_elems * cur.copies);
-  cur.v = sa_bench_alloc(cur.kv_elems * cur.copies);
+  cur.k = sa_bench_alloc(kv_floats);
+  cur.v = sa_bench_alloc(kv_floats);
   cur.o = sa_bench_alloc(cur.o_elems);
-  sa_bench_fill(cur.q, cur.q_elems, 11, 1.0f);
-  sa_bench_fill(cur.k, cur.kv_elems, 12, 1.0f);
-  sa_bench_fill(cur.v, cur.kv_elems, 13, 1.0f);
+  float *tmp =
+      sa_bench_alloc(cur.kv_elems > cur.q_elems ? cur.kv_elems : cur.q_elems);
+  sa_bench_fill(tmp, cur.q_elems, 11, 1.0f);
+  sa_convert(s->qt, cur.q, SA_F32, tmp, cur.q_elems);
+  sa_bench_fill(tmp, cur.kv_elems, 12, 1.0f);
+  sa_convert(s->kvt, cur.k, SA_F32, tmp, cur.kv_elems);
+  sa_bench_fill(tmp, cur.kv_elems, 13, 1.0f);
+  sa_convert(s->kvt, cur.v, SA_F32, tmp, cur.kv_elems);
+  sa_bench_free(tmp);
+  if (s->qt != SA_F32)
+    cur.wide = sa_bench_alloc(cur.o_elems);
   if (s->kind == PADDED) {
     cur.pad = sa_bench_alloc(s->batch * s->lkv);
     for (size_t b = 0; b < s->batch; b++)
@@ -294,10 +321,18 @@ static shape_data *data_for(int idx) {
     cur.ld.pad = cur.pad;
   }
   for (size_t c = 1; c < cur.copies; c++) {
-    memcpy(cur.k + c * cur.kv_elems, cur.k, cur.kv_elems * sizeof(float));
-    memcpy(cur.v + c * cur.kv_elems, cur.v, cur.kv_elems * sizeof(float));
+    memcpy((char *)cur.k + c * cur.kv_bytes, cur.k, cur.kv_bytes);
+    memcpy((char *)cur.v + c * cur.kv_bytes, cur.v, cur.kv_bytes);
   }
   return &cur;
+}
+
+/* O as f32: itself, or widened into sd->wide. */
+static const float *o_as_f32(const shape *s, shape_data *sd, const void *o) {
+  if (s->qt == SA_F32)
+    return o;
+  sa_convert(SA_F32, sd->wide, s->qt, o, sd->o_elems);
+  return sd->wide;
 }
 
 /* ---------------------------------------------------------------- contexts */
@@ -324,7 +359,7 @@ static sa_context *context_for(const sa_kernel_set *ks) {
 /* One measured call; VARLEN_SPLIT is its sequences one call each. */
 static sa_status call(sa_context *ctx, const shape *s,
                       const sa_attention_desc *d, const shape_data *sd,
-                      const float *k, const float *v, float *o) {
+                      const void *k, const void *v, float *o) {
   if (s->kind != VARLEN_SPLIT)
     return sa_attention(ctx, d, sd->q, k, v, o);
   for (size_t b = 0; b < NSEQ; b++) {
@@ -332,7 +367,8 @@ static sa_status call(sa_context *ctx, const shape *s,
     size_t at = (size_t)sd->ld.cu[b] * s->hq * s->d;
     one.batch = 1;
     one.len_q = one.len_kv = seq_len(s, b);
-    sa_status st = sa_attention(ctx, &one, sd->q + at, k + at, v + at, o + at);
+    sa_status st = sa_attention(ctx, &one, sd->q + at, (const float *)k + at,
+                                (const float *)v + at, o + at);
     if (st != SA_OK)
       return st;
   }
@@ -349,6 +385,8 @@ static const float *ensure_ref(int idx, shape_data *sd) {
     sa_bench_free(r);
     return NULL;
   }
+  if (shapes[idx].qt != SA_F32) /* widened in place: f32 needs the room */
+    memcpy(r, o_as_f32(&shapes[idx], sd, r), sd->o_elems * sizeof(float));
   refs[idx] = r;
   return r;
 }
@@ -400,14 +438,16 @@ static void bm_attention(sa_bench_state *st, void *argp) {
   size_t it = 0;
   while (sa_bench_keep_running(st)) {
     size_t c = it++ % sd->copies;
-    const float *k = sd->k + c * sd->kv_elems, *v = sd->v + c * sd->kv_elems;
+    const void *k = (const char *)sd->k + c * sd->kv_bytes;
+    const void *v = (const char *)sd->v + c * sd->kv_bytes;
     if (a->ks) {
       sa_status r = call(ctx, s, &desc, sd, k, v, sd->o);
       if (r != SA_OK)
         rc = r;
     } else {
 #ifdef SA_BENCH_HAVE_OPENBLAS
-      sa_openblas_attention(&desc, sd->q, k, v, sd->o, sd->s);
+      sa_openblas_attention(&desc, sd->q, (const float *)k, (const float *)v,
+                            sd->o, sd->s);
 #endif
     }
     sa_bench_clobber_memory();
@@ -420,12 +460,13 @@ static void bm_attention(sa_bench_state *st, void *argp) {
     return;
   }
 
+  const float *o32 = o_as_f32(s, sd, sd->o);
   if (makes_ref) {
     refs[a->shape] = sa_bench_alloc(sd->o_elems);
-    memcpy(refs[a->shape], sd->o, sd->o_elems * sizeof(float));
+    memcpy(refs[a->shape], o32, sd->o_elems * sizeof(float));
   }
   if (!a->have_err) {
-    a->err = max_abs_diff(sd->o, refs[a->shape], sd->o_elems);
+    a->err = max_abs_diff(o32, refs[a->shape], sd->o_elems);
     a->have_err = 1;
   }
 
@@ -438,10 +479,11 @@ static void bm_attention(sa_bench_state *st, void *argp) {
     sa_bench_counter(st, "pct_peak", 100.0 * flops * iters * 1e-9 / peak,
                      SA_BENCH_RATE);
   if (s->kind == DECODE || s->kind == MIXED || s->kind == PAGED) {
-    double bytes = (double)sd->kv_elems * 2 * sizeof(float);
+    /* the bytes of K and V actually read, in their type */
+    double bytes = 2.0 * (double)sd->kv_bytes;
     if (s->kind != DECODE) /* the keys the sequences hold */
-      bytes = visible_pairs(s) / (double)s->hq * (double)s->hkv * (double)s->d *
-              2 * sizeof(float);
+      bytes = visible_pairs(s) / (double)s->hq * (double)s->hkv *
+              (double)sa_dtype_bytes(s->kvt, s->d) * 2;
     sa_bench_set_bytes_processed(st, (int64_t)(bytes * iters));
     sa_bench_counter(st, "GBps", bytes * iters * 1e-9, SA_BENCH_RATE);
     double bw = sa_peak_mem_gbs();
@@ -494,6 +536,13 @@ void sa_bench_register_attention(void) {
     add_shape(VARLEN, 2, 2, 300, 300, 64);
     add_shape(VARLEN_SPLIT, 2, 2, 300, 300, 64);
     add_shape(VARLEN_PAD, 2, 2, 300, 300, 64);
+    static const sa_dtype kv[] = {SA_F16, SA_BF16, SA_Q8_0};
+    for (int t = 0; t < 3; t++) {
+      add_shape(DECODE, 8, 2, 1, 1024, 64);
+      typed(SA_F32, kv[t]);
+    }
+    add_shape(PREFILL, 2, 2, 256, 256, 64);
+    typed(SA_BF16, SA_BF16);
   } else {
     /* Prefill with 4 heads: one core's GFLOP/s does not depend on the head
      * count, and 4 keep the scalar rows of the default suite affordable. */
@@ -521,6 +570,15 @@ void sa_bench_register_attention(void) {
     add_shape(VARLEN, 4, 4, 2000, 2000, 128);
     add_shape(VARLEN_SPLIT, 4, 4, 2000, 2000, 128);
     add_shape(VARLEN_PAD, 4, 4, 2000, 2000, 128);
+    /* Narrow tensors: the decode row with an f16, bf16 and q8_0 cache (GB/s
+     * on the bytes actually read) and bf16 prefill beside the f32 rows. */
+    static const sa_dtype kv[] = {SA_F16, SA_BF16, SA_Q8_0};
+    for (int t = 0; t < 3; t++) {
+      add_shape(DECODE, 32, 8, 1, 4096, 128);
+      typed(SA_F32, kv[t]);
+    }
+    add_shape(PREFILL, 4, 4, 2048, 2048, 128);
+    typed(SA_BF16, SA_BF16);
   }
 
   const sa_kernel_set *oracle = sa_bench_oracle();
@@ -540,7 +598,7 @@ void sa_bench_register_attention(void) {
     }
 #ifdef SA_BENCH_HAVE_OPENBLAS
     /* the baseline knows no masks beyond causal, window or softcap */
-    if (shapes[si].kind <= CROSS)
+    if (shapes[si].kind <= CROSS && shapes[si].kvt == SA_F32)
       add((int)si, NULL, SA_ALGO_THREE_PASS);
 #endif
   }
