@@ -301,6 +301,72 @@ static const spec specs[] = {
 static const spec odd = {
     "odd d", 2, 2, 1, 13, 29, 33, 17, SA_MASK_CAUSAL_TOP_LEFT, DENSE, 0};
 
+/* sa_kv_append rounds f32 rows into an f16, bf16 or q8_0 paged cache
+ * exactly as sa_convert does, copies rows of the cache's own type, and
+ * leaves every other byte alone. */
+static void test_append(void) {
+  enum { PAGES = 4, PAGE = 4, H = 2, DIM = 64, T = 3 };
+  const sa_dtype ct[] = {SA_F16, SA_BF16, SA_Q8_0};
+  for (int c = 0; c < 3; c++)
+    for (int same = 0; same < 2; same++) {
+      sa_dtype t = ct[c], nt = same ? t : SA_F32;
+      t_context = sa_dtype_name(t);
+      size_t row = sa_dtype_bytes(t, DIM), nrow = sa_dtype_bytes(nt, DIM);
+      size_t cache = PAGES * H * PAGE * row;
+      unsigned char *kc = xmalloc(cache), *vc = xmalloc(cache);
+      unsigned char *kn = xmalloc(H * T * nrow), *vn = xmalloc(H * T * nrow);
+      float rows[H * T * DIM];
+      memset(kc, 0x5a, cache);
+      memset(vc, 0x5a, cache);
+      t_fill(rows, H * T * DIM, -3, 3);
+      sa_convert(nt, kn, SA_F32, rows, H * T * DIM);
+      t_fill(rows, H * T * DIM, -3, 3);
+      sa_convert(nt, vn, SA_F32, rows, H * T * DIM);
+      int64_t start = 2;
+      int32_t table[2] = {3, 1};
+      sa_kv_append_desc d;
+      sa_kv_append_desc_init(&d);
+      d.batch = 1, d.heads_kv = H, d.dim_qk = d.dim_v = DIM, d.tokens = T;
+      d.start = &start, d.block_table = table, d.block_table_stride = 2;
+      d.page_size = PAGE, d.num_pages = PAGES;
+      d.k_type = d.v_type = t;
+      d.k_new_type = d.v_new_type = nt;
+      CHECK(sa_kv_append(&d, kc, vc, kn, vn) == SA_OK, "append: %s",
+            sa_last_error());
+      size_t bad = 0, written = 0;
+      unsigned char want[256];
+      for (size_t pg = 0; pg < PAGES; pg++)
+        for (size_t h = 0; h < H; h++)
+          for (size_t slot = 0; slot < PAGE; slot++) {
+            size_t at = ((pg * H + h) * PAGE + slot) * row;
+            /* key positions 2, 3 in page 3 (slots 2, 3), 4 in page 1 */
+            long tok = pg == 3 && slot >= 2   ? (long)slot - 2
+                       : pg == 1 && slot == 0 ? 2
+                                              : -1;
+            for (int kv = 0; kv < 2; kv++) {
+              const unsigned char *got = (kv ? vc : kc) + at;
+              const unsigned char *src =
+                  (kv ? vn : kn) + (h * T + (size_t)(tok < 0 ? 0 : tok)) * nrow;
+              if (tok < 0) {
+                for (size_t x = 0; x < row; x++)
+                  bad += got[x] != 0x5a;
+                continue;
+              }
+              written++;
+              if (same)
+                memcpy(want, src, row);
+              else
+                sa_convert(t, want, SA_F32, src, DIM);
+              bad += memcmp(got, want, row) != 0;
+            }
+          }
+      CHECK(bad == 0 && written == 2 * H * T,
+            "append into %s from %s: %zu wrong, %zu rows written",
+            sa_dtype_name(t), sa_dtype_name(nt), bad, written);
+      free(kc), free(vc), free(kn), free(vn);
+    }
+}
+
 int main(void) {
   t_seed(15);
   for (size_t i = 0; i < sa_kernel_set_count() && nsets < MAX_SETS; i++) {
@@ -320,6 +386,7 @@ int main(void) {
   for (size_t ci = 0; ci < NCOMBO; ci++)
     if (combos[ci].k != SA_Q8_0 && combos[ci].v != SA_Q8_0)
       run_case(&odd, &combos[ci], (int)ci);
+  test_append();
   for (int i = 0; i < nsets; i++) {
     sa_context_destroy(ctx1[i]);
     sa_context_destroy(ctx3[i]);

@@ -144,6 +144,19 @@ EDIT(e_pool_overflow, paged(d, table_ok); d->num_pages = SA_MAX_DIM;
 EDIT(e_table_valid_long, paged(d, table_ok); d->len_kv_valid = lens_long)
 EDIT(e_table_cu_kv, paged(d, table_ok); d->cu_seqlens_kv = cu_ok)
 EDIT(e_paged_three_pass, paged(d, table_ok); d->algorithm = SA_ALGO_THREE_PASS)
+/* 0.4: element types */
+EDIT(e_q8_dim, d->k_type = SA_Q8_0) /* D = 8: not whole blocks */
+EDIT(e_q8_v_dim, d->v_type = SA_Q8_0; d->dim_qk = 32)
+EDIT(e_q8_q, d->q_type = SA_Q8_0; d->dim_qk = d->dim_v = 32)
+EDIT(e_q8_o, d->o_type = SA_Q8_0; d->dim_qk = d->dim_v = 32)
+EDIT(e_type_9, d->v_type = (sa_dtype)9)
+EDIT(e_type_neg, d->k_type = (sa_dtype)-1)
+EDIT(e_q_type_big, d->q_type = (sa_dtype)4)
+EDIT(e_in_place_types, *po = (float *)*pq; d->q_type = SA_F16;
+     d->o_type = SA_BF16)
+/* blocks are 34 bytes: an extent fine in floats is too far in blocks */
+EDIT(e_q8_span, d->k_type = SA_Q8_0; d->dim_qk = d->dim_v = 32;
+     d->k = (sa_strides){0, 0, (size_t)PTRDIFF_MAX / 60})
 
 static const bad_case table[] = {
     {"desc NULL", SA_ERR_NULL_POINTER, 0, e_null_desc},
@@ -226,6 +239,15 @@ static const bad_case table[] = {
     {"block_table with cu_seqlens_kv", SA_ERR_BAD_ARGUMENT, 0, e_table_cu_kv},
     {"paged under SA_ALGO_THREE_PASS", SA_ERR_BAD_ARGUMENT, 0,
      e_paged_three_pass},
+    {"q8_0 K with dim_qk 8", SA_ERR_BAD_SHAPE, 0, e_q8_dim},
+    {"q8_0 V with dim_v 8", SA_ERR_BAD_SHAPE, 0, e_q8_v_dim},
+    {"q8_0 Q", SA_ERR_BAD_ARGUMENT, 0, e_q8_q},
+    {"q8_0 O", SA_ERR_BAD_ARGUMENT, 0, e_q8_o},
+    {"v_type 9", SA_ERR_BAD_ARGUMENT, 0, e_type_9},
+    {"k_type -1", SA_ERR_BAD_ARGUMENT, 0, e_type_neg},
+    {"q_type 4", SA_ERR_BAD_ARGUMENT, 0, e_q_type_big},
+    {"o is q with other types", SA_ERR_BAD_STRIDE, 1, e_in_place_types},
+    {"q8_0 K spans more bytes than ptrdiff_t", SA_ERR_OVERFLOW, 0, e_q8_span},
 };
 
 static void test_table(const sa_kernel_set *ks) {
@@ -469,6 +491,10 @@ static void test_kv_append_errors(void) {
       {"the table too short for the new tokens", SA_ERR_BAD_SHAPE, 19},
       {"cache strides span past SIZE_MAX", SA_ERR_OVERFLOW, 20},
       {"new rows' strides span past ptrdiff_t", SA_ERR_OVERFLOW, 21},
+      {"q8_0 cache with dim 8", SA_ERR_BAD_SHAPE, 22},
+      {"f16 cache, bf16 new rows", SA_ERR_BAD_ARGUMENT, 23},
+      {"cache type 7", SA_ERR_BAD_ARGUMENT, 24},
+      {"new rows to round overlap the cache", SA_ERR_BAD_STRIDE, 25},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     sa_kv_append_desc d;
@@ -544,6 +570,20 @@ static void test_kv_append_errors(void) {
       break;
     case 21:
       d.v_new = (sa_strides){0, 0, (size_t)PTRDIFF_MAX / 2};
+      break;
+    case 22:
+      d.k_type = SA_Q8_0;
+      break;
+    case 23:
+      d.v_type = SA_F16;
+      d.v_new_type = SA_BF16;
+      break;
+    case 24:
+      d.k_type = d.k_new_type = (sa_dtype)7;
+      break;
+    case 25: /* f32 rows to round into an f16 cache, lying inside it */
+      d.k_type = SA_F16;
+      nk = kc + 4;
       break;
     default:
       break;
