@@ -1,0 +1,289 @@
+/*
+ * score with narrow K, AVX-512: s[i][j] = scale * sum_p q[i][p] * k[j][p],
+ * Q f32, K f16, bf16 or q8_0 (ldk in that type's units: elements, or
+ * 34-byte blocks with d a multiple of 32).
+ *
+ * score.c's two ways, with K widened exactly (widen.h) where it is loaded,
+ * so the FMAs and their order are the f32 kernel's on the same values:
+ *
+ * GEMM (m > DOTS_M, prefill): each block of NR keys is widened while it is
+ * transposed into the f32 panel, so the inner loop is score.c's unchanged
+ * and the widening is O(n d) work against O(m n d) FMAs.
+ *
+ * Dots (decode): K rows are read as they lie, 32 values (one 64-byte line
+ * of f16 / bf16, one q8_0 block) per key and step, widened once and used by
+ * every row of the DM-row block; a prefetch runs PF = 16 keys ahead, as many
+ * bytes as score.c's 8 f32 keys at d = 128 (measured best). The narrow
+ * row is half (a quarter) of the f32 bytes, so K takes fewer seconds to
+ * stream. q8_0 is dequantised (int8 * scale, exact) rather than summed per
+ * block and scaled: the scale is then paid once per key and block, not per
+ * row. At m = 4, d = 128 the FMAs alone take about as long as a q8_0 block
+ * takes to arrive, so q8_0 runs near the compute bound, not the memory one.
+ *
+ * Tails as score.c: GEMM keys past n are packed as zeros and masked off at
+ * the store, d past KC is summed in chunks through s; dots' missing keys
+ * re-read the block's first key, left out of the store. d past its end is
+ * read masked (f16 / bf16; q8_0 has whole blocks).
+ */
+#include <immintrin.h>
+
+#include "kernels.h"
+#include "util.h"
+#include "widen.h"
+
+enum { MR = 8, NR = 32, KC = 256 };
+enum { DOTS_M = 16, DM = 4, DN = 4, PF = 16 };
+
+#define AI static inline __attribute__((always_inline))
+
+/* 16 keys x 16 values of d, widened -> 16 panel rows of 16 keys. Keys at or
+ * past nk and values at or past np are 0, not read. */
+AI void pack16x16(sa_dtype t, const char *k, size_t ldk, size_t nk, size_t p,
+                  size_t np, float *dst) {
+  __m512 r[16], w[16];
+  for (size_t a = 0; a < 16; a++)
+    r[a] = a < nk ? sa_widen16(t, k + a * ldk, p, np) : _mm512_setzero_ps();
+  for (size_t a = 0; a < 16; a += 2) {
+    w[a] = _mm512_unpacklo_ps(r[a], r[a + 1]);
+    w[a + 1] = _mm512_unpackhi_ps(r[a], r[a + 1]);
+  }
+  for (size_t g = 0; g < 16; g += 4) {
+    __m512d t0 = _mm512_castps_pd(w[g]), t1 = _mm512_castps_pd(w[g + 1]);
+    __m512d t2 = _mm512_castps_pd(w[g + 2]), t3 = _mm512_castps_pd(w[g + 3]);
+    r[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    r[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    r[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    r[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  for (size_t c = 0; c < 4; c++) {
+    __m512 w0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);
+    __m512 w1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xee);
+    __m512 w2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
+    __m512 w3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xee);
+    _mm512_store_ps(dst + (0 + c) * NR, _mm512_shuffle_f32x4(w0, w2, 0x88));
+    _mm512_store_ps(dst + (4 + c) * NR, _mm512_shuffle_f32x4(w0, w2, 0xdd));
+    _mm512_store_ps(dst + (8 + c) * NR, _mm512_shuffle_f32x4(w1, w3, 0x88));
+    _mm512_store_ps(dst + (12 + c) * NR, _mm512_shuffle_f32x4(w1, w3, 0xdd));
+  }
+}
+
+/* panel[p][0..NR) = k[0..nk)[p0 + p] for p < round_up(kc, 16), 0-padded. */
+AI void pack_panel(sa_dtype t, const char *k, size_t ldk, size_t nk, size_t p0,
+                   size_t kc, float *panel) {
+  for (size_t p = 0; p < kc; p += 16)
+    for (size_t g = 0; g < NR; g += 16)
+      pack16x16(t, k + g * ldk, ldk, nk > g ? nk - g : 0, p0 + p, kc - p,
+                panel + p * NR + g);
+}
+
+/* score.c's tile: s[0..mr)[0..NR) (+)= q[0..mr)[0..kc) . panel. */
+AI void tile(size_t mr, size_t kc, const float *q, size_t ldq,
+             const float *panel, float *s, size_t lds, __mmask16 k0,
+             __mmask16 k1, int first, int last, float scale) {
+  __m512 acc[MR][2];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++) {
+    acc[r][0] =
+        first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k0, s + r * lds);
+    acc[r][1] = first ? _mm512_setzero_ps()
+                      : _mm512_maskz_loadu_ps(k1, s + r * lds + 16);
+  }
+  for (size_t p = 0; p < kc; p++) {
+    __m512 b0 = _mm512_load_ps(panel + p * NR);
+    __m512 b1 = _mm512_load_ps(panel + p * NR + 16);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < mr; r++) {
+      __m512 a = _mm512_set1_ps(q[r * ldq + p]);
+      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+  const __m512 vs = _mm512_set1_ps(last ? scale : 1.0f);
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++) {
+    _mm512_mask_storeu_ps(s + r * lds, k0, _mm512_mul_ps(acc[r][0], vs));
+    _mm512_mask_storeu_ps(s + r * lds + 16, k1, _mm512_mul_ps(acc[r][1], vs));
+  }
+}
+
+AI void score_packed(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
+                     size_t ldq, const void *k, size_t ldk, float scale,
+                     float *s, size_t lds) {
+  _Alignas(64) float panel[KC * NR];
+  const size_t ldkb = ldk * sa_widen_unit(t);
+  for (size_t j0 = 0; j0 < n; j0 += NR) {
+    size_t nk = n - j0 < NR ? n - j0 : NR;
+    __mmask16 k0 = sa_mask16(nk), k1 = sa_mask16(nk > 16 ? nk - 16 : 0);
+    size_t p0 = 0;
+    do { /* at least once, so that d = 0 still writes s = 0 */
+      size_t kc = d - p0 < KC ? d - p0 : KC;
+      int first = p0 == 0, last = p0 + kc == d;
+      pack_panel(t, (const char *)k + j0 * ldkb, ldkb, nk, p0, kc, panel);
+      for (size_t i0 = 0; i0 < m; i0 += MR) {
+        const float *qi = q + i0 * ldq + p0;
+        float *si = s + i0 * lds + j0;
+        switch (m - i0 < MR ? m - i0 : MR) {
+        case 8:
+          tile(8, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 7:
+          tile(7, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 6:
+          tile(6, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 5:
+          tile(5, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 4:
+          tile(4, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 3:
+          tile(3, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        case 2:
+          tile(2, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        default:
+          tile(1, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
+          break;
+        }
+      }
+      p0 += kc;
+    } while (p0 < d);
+  }
+}
+
+/* Lane group g (4 floats) of x moved to lanes 0..3; g a constant. */
+AI __m512 group(__m512 x, size_t g) {
+  switch (g) {
+  case 0:
+    return x;
+  case 1:
+    return _mm512_shuffle_f32x4(x, x, 0x01);
+  case 2:
+    return _mm512_shuffle_f32x4(x, x, 0x02);
+  default:
+    return _mm512_shuffle_f32x4(x, x, 0x03);
+  }
+}
+
+/* a[0..4): 16 partial sums of 4 keys -> in 128-bit lane L, the sum of a[c]'s
+ * lanes 4L..4L+3 in element c. */
+static inline __m512 hsum4(const __m512 a[DN]) {
+  __m512 x01 = _mm512_add_ps(_mm512_unpacklo_ps(a[0], a[1]),
+                             _mm512_unpackhi_ps(a[0], a[1]));
+  __m512 x23 = _mm512_add_ps(_mm512_unpacklo_ps(a[2], a[3]),
+                             _mm512_unpackhi_ps(a[2], a[3]));
+  __m512d y01 = _mm512_castps_pd(x01), y23 = _mm512_castps_pd(x23);
+  return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(y01, y23)),
+                       _mm512_castpd_ps(_mm512_unpackhi_pd(y01, y23)));
+}
+
+/* q rows r, values p .. p + 32 (r valid) into acc[r][c] against b[c][2]. */
+AI void dots_step(size_t mr, const float *q, size_t ldq, size_t p, size_t rem,
+                  __m512 b[DN][2], __m512 acc[DM][DN]) {
+#pragma GCC unroll 4
+  for (size_t r = 0; r < mr; r++) {
+    const float *qr = q + r * ldq + p;
+    __m512 a0 = rem >= 16 ? _mm512_loadu_ps(qr)
+                          : _mm512_maskz_loadu_ps(sa_mask16(rem), qr);
+    __m512 a1 = rem >= 32  ? _mm512_loadu_ps(qr + 16)
+                : rem > 16 ? _mm512_maskz_loadu_ps(sa_mask16(rem - 16), qr + 16)
+                           : _mm512_setzero_ps();
+    for (size_t c = 0; c < DN; c++) {
+      acc[r][c] = _mm512_fmadd_ps(a0, b[c][0], acc[r][c]);
+      acc[r][c] = _mm512_fmadd_ps(a1, b[c][1], acc[r][c]);
+    }
+  }
+}
+
+/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= DN, prefetching
+ * the rows pk[] (keys PF further on). mr a constant. */
+AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
+             const char *const *kr, const char *const *pk, float *s, size_t lds,
+             size_t nk, float scale) {
+  __m512 acc[DM][DN];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < mr; r++)
+    for (size_t c = 0; c < DN; c++)
+      acc[r][c] = _mm512_setzero_ps();
+  size_t p = 0;
+  for (; p + 32 <= d; p += 32) {
+    __m512 b[DN][2];
+    for (size_t c = 0; c < DN; c++) {
+      _mm_prefetch(pk[c] + sa_widen_offset(t, p), _MM_HINT_T0);
+      sa_widen32(t, kr[c], p, 32, &b[c][0], &b[c][1]);
+    }
+    dots_step(mr, q, ldq, p, 32, b, acc);
+  }
+  if (p < d) {
+    __m512 b[DN][2];
+    for (size_t c = 0; c < DN; c++)
+      sa_widen32(t, kr[c], p, d - p, &b[c][0], &b[c][1]);
+    dots_step(mr, q, ldq, p, d - p, b, acc);
+  }
+  __m512 y[DM];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < DM; r++)
+    y[r] = r < mr ? hsum4(acc[r]) : _mm512_setzero_ps();
+  __m512 u01 = _mm512_add_ps(_mm512_shuffle_f32x4(y[0], y[1], 0x44),
+                             _mm512_shuffle_f32x4(y[0], y[1], 0xee));
+  __m512 u23 = _mm512_add_ps(_mm512_shuffle_f32x4(y[2], y[3], 0x44),
+                             _mm512_shuffle_f32x4(y[2], y[3], 0xee));
+  __m512 sum = _mm512_add_ps(_mm512_shuffle_f32x4(u01, u23, 0x88),
+                             _mm512_shuffle_f32x4(u01, u23, 0xdd));
+  sum = _mm512_mul_ps(sum, _mm512_set1_ps(scale));
+  __mmask16 kn = sa_mask16(nk);
+#pragma GCC unroll 4
+  for (size_t r = 0; r < mr; r++)
+    _mm512_mask_storeu_ps(s + r * lds, kn, group(sum, r));
+}
+
+AI void score_dots(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
+                   size_t ldq, const void *k, size_t ldk, float scale, float *s,
+                   size_t lds) {
+  const char *kb = k;
+  const size_t ldkb = ldk * sa_widen_unit(t);
+  for (size_t j0 = 0; j0 < n; j0 += DN) {
+    size_t nk = n - j0 < DN ? n - j0 : DN;
+    const char *kr[DN], *pk[DN];
+    for (size_t c = 0; c < DN; c++) {
+      size_t ahead = j0 + c + PF < n ? j0 + c + PF : n - 1;
+      kr[c] = kb + (c < nk ? j0 + c : j0) * ldkb;
+      pk[c] = kb + ahead * ldkb;
+    }
+    for (size_t i0 = 0; i0 < m; i0 += DM) {
+      const float *qi = q + i0 * ldq;
+      float *si = s + i0 * lds + j0;
+      const char *const *pi = i0 == 0 ? pk : kr;
+      switch (m - i0 < DM ? m - i0 : DM) {
+      case 4:
+        dots(t, 4, d, qi, ldq, kr, pi, si, lds, nk, scale);
+        break;
+      case 3:
+        dots(t, 3, d, qi, ldq, kr, pi, si, lds, nk, scale);
+        break;
+      case 2:
+        dots(t, 2, d, qi, ldq, kr, pi, si, lds, nk, scale);
+        break;
+      default:
+        dots(t, 1, d, qi, ldq, kr, pi, si, lds, nk, scale);
+        break;
+      }
+    }
+  }
+}
+
+#define SCORE_T(name, type)                                                    \
+  void name(size_t m, size_t n, size_t d, const float *q, size_t ldq,          \
+            const void *k, size_t ldk, float scale, float *s, size_t lds) {    \
+    if (m <= DOTS_M)                                                           \
+      score_dots(type, m, n, d, q, ldq, k, ldk, scale, s, lds);                \
+    else                                                                       \
+      score_packed(type, m, n, d, q, ldq, k, ldk, scale, s, lds);              \
+  }
+
+SCORE_T(sa_score_f16__avx512, SA_F16)
+SCORE_T(sa_score_bf16__avx512, SA_BF16)
+SCORE_T(sa_score_q8_0__avx512, SA_Q8_0)
