@@ -109,6 +109,9 @@ class AttentionDesc(Structure):
         ("cu_seqlens_q", c_void_p), ("cu_seqlens_kv", c_void_p),
         ("block_table", c_void_p), ("block_table_stride", c_size_t),
         ("page_size", c_size_t), ("num_pages", c_size_t),
+        # 0.4: element types (sa_dtype)
+        ("q_type", c_int), ("k_type", c_int), ("v_type", c_int),
+        ("o_type", c_int),
     ]
 
 

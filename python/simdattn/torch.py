@@ -1,4 +1,5 @@
-"""PyTorch drop-in: scaled_dot_product_attention on CPU float32 tensors.
+"""PyTorch drop-in: scaled_dot_product_attention on CPU float32, float16 and
+bfloat16 tensors (fp32 arithmetic; the output has the query's dtype).
 
     import simdattn.torch
     out = simdattn.torch.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -21,6 +22,8 @@ __all__ = ["scaled_dot_product_attention", "patch", "unpatch",
            "set_context"]
 
 _context = None
+# torch dtype -> sa_dtype (SA_F32, SA_F16, SA_BF16)
+_DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _MISSING = object()
 _original = _MISSING  # what patch() replaced; _MISSING: there was none
 
@@ -44,9 +47,9 @@ def _check(t, name):
     if not t.is_cpu:
         raise ValueError("%s is on %s: simdattn runs on the CPU only"
                          % (name, t.device))
-    if t.dtype != torch.float32:
-        raise TypeError("%s is %s: simdattn computes in float32 only"
-                        % (name, t.dtype))
+    if t.dtype not in _DTYPES:
+        raise TypeError("%s is %s: simdattn takes float32, float16 or "
+                        "bfloat16" % (name, t.dtype))
 
 
 def _flat(t, batch, rest):
@@ -152,9 +155,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None,
     if attn_mask is not None:
         if not isinstance(attn_mask, torch.Tensor):
             raise TypeError("attn_mask must be a torch.Tensor")
-        if attn_mask.dtype not in (torch.bool, torch.float32):
+        if attn_mask.dtype not in (torch.bool,) + tuple(_DTYPES):
             raise TypeError("attn_mask is %s: it must be bool (True = take "
-                            "part) or float32 (added)" % attn_mask.dtype)
+                            "part) or floating (added)" % attn_mask.dtype)
+        if attn_mask.dtype not in (torch.bool, torch.float32):
+            _core._copies += 1  # the library adds f32 masks
+            attn_mask = attn_mask.float()
         if not attn_mask.is_cpu or attn_mask.layout != torch.strided:
             raise ValueError("attn_mask must be a dense CPU tensor")
         if is_causal:
@@ -225,24 +231,26 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None,
     if S == 0 or E == 0:
         g = hq // hkv
         return _reference(
-            _flat(query, batch, (hq, L, E)),
-            _flat(key, batch, (hkv, S, E)).repeat_interleave(g, 1),
-            _flat(value, batch, (hkv, S, Ev)).repeat_interleave(g, 1),
+            _flat(query, batch, (hq, L, E)).float(),
+            _flat(key, batch, (hkv, S, E)).float().repeat_interleave(g, 1),
+            _flat(value, batch, (hkv, S, Ev)).float().repeat_interleave(g, 1),
             None if attn_mask is None else _flat(attn_mask, batch, (hq, L, S)),
             is_causal,
             (1 / math.sqrt(E) if E else 1.0) if scale is None else scale,
-        ).reshape(out_shape)
+        ).reshape(out_shape).to(query.dtype)
 
     q, qs = _operand(query, "query", batch, (hq, L, E))
     k, ks = _operand(key, "key", batch, (hkv, S, E))
     v, vs = _operand(value, "value", batch, (hkv, S, Ev))
-    out = torch.empty(out_shape, dtype=torch.float32)  # packed [B, Hq, L, Ev]
+    out = torch.empty(out_shape, dtype=query.dtype)  # packed [B, Hq, L, Ev]
 
     d = _lib.AttentionDesc()
     d.struct_size = _lib.ATTENTION_DESC_SIZE
     d.batch, d.heads_q, d.heads_kv = math.prod(batch), hq, hkv
     d.len_q, d.len_kv, d.dim_qk, d.dim_v = L, S, E, Ev
     d.scale = c_scale
+    d.q_type, d.o_type = _DTYPES[q.dtype], _DTYPES[out.dtype]
+    d.k_type, d.v_type = _DTYPES[k.dtype], _DTYPES[v.dtype]
     if is_causal:
         d.mask = _lib.MASK_CAUSAL_TOP_LEFT
     d.q.batch, d.q.head, d.q.seq = qs

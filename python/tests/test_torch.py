@@ -156,7 +156,7 @@ def test_refusals():
     with pytest.raises(TypeError, match="float32"):
         sat.scaled_dot_product_attention(q.double(), q, q)
     with pytest.raises(TypeError, match="float32"):
-        sat.scaled_dot_product_attention(q, q.half(), q)
+        sat.scaled_dot_product_attention(q, q.int(), q)
     with pytest.raises(ValueError, match="CPU"):
         sat.scaled_dot_product_attention(q, q, q.to("meta"))
     with pytest.raises(TypeError, match="torch.Tensor"):
@@ -260,3 +260,30 @@ def test_numpy_and_torch_agree():
                                          enable_gqa=True)
     b = simdattn.attention(q.numpy(), k.numpy(), v.numpy(), causal=True)
     np.testing.assert_array_equal(a.numpy(), b)
+
+
+@pytest.mark.parametrize("qt,kvt", [
+    (torch.float16, torch.float16), (torch.bfloat16, torch.bfloat16),
+    (torch.float32, torch.float16), (torch.float32, torch.bfloat16),
+    (torch.bfloat16, torch.float32)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_half_precision(qt, kvt, causal):
+    """float16 / bfloat16 tensors go in as they are (no float32 copy) and
+    come out in the query's dtype: within the fp32 bound of the rounded
+    inputs, plus the output's own rounding."""
+    torch.manual_seed(3)
+    q = randn(2, 4, 33, 64).to(qt)
+    k = randn(2, 2, 47, 64).to(kvt)
+    v = randn(2, 2, 47, 64).to(kvt)
+    before = simdattn.copies()
+    got = sat.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                           enable_gqa=True)
+    assert simdattn.copies() == before
+    assert got.dtype == qt and got.shape == (2, 4, 33, 64)
+    want, tol = ref(q.float(), k.float(), v.float(), is_causal=causal,
+                    enable_gqa=True)
+    half_ulp = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8,
+                torch.float32: 0.0}[qt]
+    err = (got.double() - want).abs()
+    assert (err <= tol + half_ulp * (want.abs() + tol)).all(), \
+        "max error %.3g" % err.max().item()
