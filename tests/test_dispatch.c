@@ -5,7 +5,8 @@
  * and the one-time choice of the default is thread-safe.
  *
  * SIMDATTN_EXPECT_BEST=<name>: set by CI for each emulated CPU (avx2 under
- * qemu -cpu Haswell, scalar under -cpu qemu64, neon under qemu-aarch64).
+ * qemu -cpu Haswell, scalar under -cpu qemu64, neon-bf16 under qemu-aarch64
+ * -cpu max and neon under -cpu cortex-a72).
  */
 #include <pthread.h>
 
