@@ -24,9 +24,9 @@
 #define SET .struct_size = sizeof(sa_kernel_set)
 
 /* Which ISA's narrow-type kernels a set uses: its own once written. */
-#define NARROW_AVX2 scalar
-#define NARROW_AVX512 scalar
-#define NARROW_NEON scalar
+#define NARROW_AVX2 avx2
+#define NARROW_AVX512 avx512
+#define NARROW_NEON neon
 
 /* The narrow-type slots of one ISA (kernels.h names them). */
 #define NARROW(isa) NARROW_SLOTS(isa)

@@ -1,0 +1,327 @@
+/*
+ * score_t, AVX2: s[i][j] = scale * sum_p q[i][p] * k[j][p] with K in f16,
+ * bf16 or q8_0 (ldk in that type's units) and Q, s, the sums in fp32.
+ *
+ * The f32 kernel (score.c, whose header gives the reasons for its shape)
+ * with one change: each vector of K is widened exactly in registers
+ * (widen.h) where the f32 kernel loads it, so the FMAs, their order and
+ * every rounding are the f32 kernel's on the oracle's widened values.
+ *
+ * Decode (m <= DOTS_M): blocked dot products, DM = 4 rows x DN = 3 keys
+ * (4 keys for m <= 2), K rows read as they lie. Each K vector is widened
+ * once and used by all the block's rows, so widening is 1-3 uops per 8
+ * values against 4 FMAs and hides under the loads, which carry half (f16,
+ * bf16) or 17/64 (q8_0) of f32's bytes. The d loop steps a q8_0 block (32
+ * values, 34 bytes) or 64 bytes of f16 / bf16 at a time: one scale per key
+ * per block, and one prefetch per key per step, PF keys ahead; the row's
+ * last byte is prefetched too, as steps do not meet every line of a q8_0
+ * row. PF is larger than the f32 kernel's 8 since a narrow row is fewer
+ * bytes and the prefetch must still run as far ahead in time.
+ *
+ * Prefill (m > DOTS_M): the GEMM on a packed panel, K widened while it is
+ * transposed into the panel, so the MR = 6 x NR = 16 FMA loop is the f32
+ * kernel's unchanged and widening is O(n d) against O(m n d) FMAs.
+ *
+ * Tails: as score.c. Dots: missing keys of the last block re-read its first
+ * key, left out of the store. GEMM: keys past n are packed as zeros. d past
+ * the last full vector (f16 / bf16 only: q8_0 rows are whole blocks) is
+ * copied through the stack, never over-read; leftover rows run the same
+ * tile with fewer rows.
+ */
+#include <immintrin.h>
+
+#include "kernels.h"
+#include "util.h"
+#include "widen.h"
+
+enum { MR = 6, NR = 16, KC = 256 };
+enum { DOTS_M = 8, DM = 4, DN = 3, PF = 16 };
+
+/* 8 keys x 8 values of d from element p -> 8 panel rows of 8 keys. Keys at
+ * or past nk and values at or past np are 0 without touching memory. */
+SA_INLINE void pack8x8(sa_dtype t, const char *k, size_t ldb, size_t p,
+                       size_t nk, size_t np, float *dst) {
+  __m256 r[8], u[8];
+  for (size_t a = 0; a < 8; a++)
+    r[a] = a >= nk ? _mm256_setzero_ps() : sa_widen8_at(t, k + a * ldb, p, np);
+  /* score.c's transpose */
+  for (size_t a = 0; a < 8; a += 2) {
+    u[a] = _mm256_unpacklo_ps(r[a], r[a + 1]);
+    u[a + 1] = _mm256_unpackhi_ps(r[a], r[a + 1]);
+  }
+  for (size_t g = 0; g < 8; g += 4) {
+    r[g] = _mm256_shuffle_ps(u[g], u[g + 2], 0x44);
+    r[g + 1] = _mm256_shuffle_ps(u[g], u[g + 2], 0xee);
+    r[g + 2] = _mm256_shuffle_ps(u[g + 1], u[g + 3], 0x44);
+    r[g + 3] = _mm256_shuffle_ps(u[g + 1], u[g + 3], 0xee);
+  }
+  for (size_t c = 0; c < 4; c++) {
+    _mm256_store_ps(dst + c * NR, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+    _mm256_store_ps(dst + (4 + c) * NR,
+                    _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+  }
+}
+
+/* panel[p][0..NR) = k[0..nk)[p0 + p] for p < round_up(kc, 8), zero-padded */
+SA_INLINE void pack_panel(sa_dtype t, const char *k, size_t ldb, size_t p0,
+                          size_t nk, size_t kc, float *panel) {
+  for (size_t p = 0; p < kc; p += 8)
+    for (size_t g = 0; g < NR; g += 8)
+      pack8x8(t, k + g * ldb, ldb, p0 + p, nk > g ? nk - g : 0, kc - p,
+              panel + p * NR + g);
+}
+
+/* s[0..mr)[0..nk) (+)= q[0..mr)[0..kc) . panel: score.c's tile. */
+SA_INLINE void tile(size_t mr, size_t kc, const float *q, size_t ldq,
+                    const float *panel, float *s, size_t lds, size_t nk,
+                    int first, int last, float scale) {
+  __m256 acc[MR][2];
+  const size_t n0 = nk < 8 ? nk : 8, n1 = nk > 8 ? nk - 8 : 0;
+#pragma GCC unroll 6
+  for (size_t r = 0; r < mr; r++) {
+    if (first) {
+      acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    } else if (nk == NR) {
+      acc[r][0] = _mm256_loadu_ps(s + r * lds);
+      acc[r][1] = _mm256_loadu_ps(s + r * lds + 8);
+    } else {
+      acc[r][0] = sa_load8_part(s + r * lds, n0);
+      acc[r][1] = sa_load8_part(s + r * lds + 8, n1);
+    }
+  }
+  for (size_t p = 0; p < kc; p++) {
+    __m256 b0 = _mm256_load_ps(panel + p * NR);
+    __m256 b1 = _mm256_load_ps(panel + p * NR + 8);
+#pragma GCC unroll 6
+    for (size_t r = 0; r < mr; r++) {
+      __m256 a = _mm256_broadcast_ss(q + r * ldq + p);
+      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+  const __m256 vs = _mm256_set1_ps(last ? scale : 1.0f);
+#pragma GCC unroll 6
+  for (size_t r = 0; r < mr; r++) {
+    __m256 x0 = _mm256_mul_ps(acc[r][0], vs), x1 = _mm256_mul_ps(acc[r][1], vs);
+    if (nk == NR) {
+      _mm256_storeu_ps(s + r * lds, x0);
+      _mm256_storeu_ps(s + r * lds + 8, x1);
+    } else {
+      sa_store8_part(s + r * lds, n0, x0);
+      sa_store8_part(s + r * lds + 8, n1, x1);
+    }
+  }
+}
+
+SA_INLINE void score_packed(sa_dtype t, size_t m, size_t n, size_t d,
+                            const float *q, size_t ldq, const char *k,
+                            size_t ldb, float scale, float *s, size_t lds) {
+  _Alignas(32) float panel[KC * NR];
+  for (size_t j0 = 0; j0 < n; j0 += NR) {
+    size_t nk = n - j0 < NR ? n - j0 : NR;
+    size_t p0 = 0;
+    do { /* at least once, so that d = 0 still writes s = 0 */
+      size_t kc = d - p0 < KC ? d - p0 : KC;
+      int first = p0 == 0, last = p0 + kc == d;
+      pack_panel(t, k + j0 * ldb, ldb, p0, nk, kc, panel);
+      for (size_t i0 = 0; i0 < m; i0 += MR) {
+        const float *qi = q + i0 * ldq + p0;
+        float *si = s + i0 * lds + j0;
+        switch (m - i0 < MR ? m - i0 : MR) {
+        case 6:
+          tile(6, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        case 5:
+          tile(5, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        case 4:
+          tile(4, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        case 3:
+          tile(3, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        case 2:
+          tile(2, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        default:
+          tile(1, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
+          break;
+        }
+      }
+      p0 += kc;
+    } while (p0 < d);
+  }
+}
+
+/* a[0..4): 8 partial sums of 4 keys -> in 128-bit lane L, the sum of a[c]'s
+ * lanes 4L..4L+3 in element c (score.c's). */
+SA_INLINE __m256 hsum4(const __m256 a[4]) {
+  __m256 x01 = _mm256_add_ps(_mm256_unpacklo_ps(a[0], a[1]),
+                             _mm256_unpackhi_ps(a[0], a[1]));
+  __m256 x23 = _mm256_add_ps(_mm256_unpacklo_ps(a[2], a[3]),
+                             _mm256_unpackhi_ps(a[2], a[3]));
+  __m256d y01 = _mm256_castps_pd(x01), y23 = _mm256_castps_pd(x23);
+  return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(y01, y23)),
+                       _mm256_castpd_ps(_mm256_unpackhi_pd(y01, y23)));
+}
+
+/* The first nk (<= 4) floats of x to p; w is x's full width, a constant. */
+SA_INLINE void store4(float *p, size_t w, size_t nk, __m128 x) {
+  if (nk == 4 && w == 4)
+    _mm_storeu_ps(p, x);
+  else if (nk == 2 && w == 2)
+    _mm_storel_pi((__m64 *)p, x);
+  else if (nk == 3 && w == 3) {
+    _mm_storel_pi((__m64 *)p, x);
+    _mm_store_ss(p + 2, _mm_movehl_ps(x, x));
+  } else
+    sa_store8_part(p, nk, _mm256_castps128_ps256(x));
+}
+
+/* acc[r][c] += q[r][p..p+8) * widened k[c][p..p+8), for r < mr, c < dn;
+ * kx[c] is element p's address in key c's row (widen.h's sa_elem_at). */
+SA_INLINE void fma_step(sa_dtype t, size_t mr, size_t dn, const float *q,
+                        size_t ldq, const char *const *kx, const __m256 *sc,
+                        __m256 acc[DM][4]) {
+  __m256 b[4];
+  for (size_t c = 0; c < dn; c++)
+    b[c] = sa_widen8(t, kx[c], sc[c]);
+  for (size_t r = 0; r < mr; r++) {
+    __m256 a = _mm256_loadu_ps(q + r * ldq);
+    for (size_t c = 0; c < dn; c++)
+      acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
+  }
+}
+
+/* Advance element addresses of dn keys by 8 values (within a q8_0 block). */
+SA_INLINE void step8(sa_dtype t, size_t dn, const char **kx) {
+  for (size_t c = 0; c < dn; c++)
+    kx[c] += t == SA_Q8_0 ? 8 : 16;
+}
+
+/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= dn, while the rows
+ * pk[] (rowb bytes each, keys PF further on) are prefetched. mr and dn are
+ * constants at every call, so acc lives in registers. */
+SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
+                    size_t ldq, const char *const *kr, const char *const *pk,
+                    size_t rowb, float *s, size_t lds, size_t nk, float scale) {
+  __m256 acc[DM][4], sc[4];
+  for (size_t r = 0; r < DM; r++)
+    for (size_t c = 0; c < 4; c++)
+      acc[r][c] = _mm256_setzero_ps();
+  for (size_t c = 0; c < 4; c++)
+    sc[c] = _mm256_setzero_ps();
+  const char *kx[4];
+  size_t p = 0;
+  for (; p + 32 <= d; p += 32) {
+    /* one address and one scale per key per 32 values: the block's */
+    for (size_t c = 0; c < dn; c++) {
+      _mm_prefetch(sa_unit_at(t, pk[c], p), _MM_HINT_T0);
+      kx[c] = sa_elem_at(t, kr[c], p);
+      if (t == SA_Q8_0)
+        sc[c] = sa_q8_scale(kr[c], p);
+    }
+    for (size_t u = 0; u < 32; u += 8, step8(t, dn, kx))
+      fma_step(t, mr, dn, q + p + u, ldq, kx, sc, acc);
+  }
+  for (size_t c = 0; c < dn; c++) {
+    if (p < d)
+      _mm_prefetch(sa_unit_at(t, pk[c], p), _MM_HINT_T0);
+    _mm_prefetch(pk[c] + rowb - 1, _MM_HINT_T0);
+    kx[c] = sa_elem_at(t, kr[c], p);
+  }
+  if (t != SA_Q8_0) {
+    for (; p + 8 <= d; p += 8, step8(t, dn, kx))
+      fma_step(t, mr, dn, q + p, ldq, kx, sc, acc);
+    if (p < d) {
+      __m256 b[4];
+      for (size_t c = 0; c < dn; c++)
+        b[c] = sa_widen8_part(t, kx[c], d - p);
+      for (size_t r = 0; r < mr; r++) {
+        __m256 a = sa_load8_part(q + r * ldq + p, d - p);
+        for (size_t c = 0; c < dn; c++)
+          acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
+      }
+    }
+  }
+  /* score.c's reduction: lane h of sum holds row g + h's sums */
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (size_t g = 0; g < mr; g += 2) {
+    __m256 y0 = hsum4(acc[g]), y1 = hsum4(acc[g + 1]);
+    __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(y0, y1, 0x20),
+                               _mm256_permute2f128_ps(y0, y1, 0x31));
+    sum = _mm256_mul_ps(sum, vs);
+    store4(s + g * lds, dn, nk, _mm256_castps256_ps128(sum));
+    if (g + 1 < mr)
+      store4(s + (g + 1) * lds, dn, nk, _mm256_extractf128_ps(sum, 1));
+  }
+}
+
+/* Keys in blocks of dn, each block against every row in blocks of DM. */
+SA_INLINE void score_dots(sa_dtype t, size_t dn, size_t m, size_t n, size_t d,
+                          const float *q, size_t ldq, const char *k, size_t ldb,
+                          size_t rowb, float scale, float *s, size_t lds) {
+  for (size_t j0 = 0; j0 < n; j0 += dn) {
+    size_t nk = n - j0 < dn ? n - j0 : dn;
+    const char *kr[4], *pk[4];
+    for (size_t c = 0; c < dn; c++) {
+      size_t ahead = j0 + c + PF < n ? j0 + c + PF : n - 1;
+      kr[c] = k + (c < nk ? j0 + c : j0) * ldb;
+      pk[c] = k + ahead * ldb;
+    }
+    for (size_t i0 = 0; i0 < m; i0 += DM) {
+      /* later row blocks find these keys in cache */
+      const char *const *pi = i0 == 0 ? pk : kr;
+      const float *qi = q + i0 * ldq;
+      float *si = s + i0 * lds + j0;
+      switch (m - i0 < DM ? m - i0 : DM) {
+      case 4:
+        dots(t, 4, dn, d, qi, ldq, kr, pi, rowb, si, lds, nk, scale);
+        break;
+      case 3:
+        dots(t, 3, dn, d, qi, ldq, kr, pi, rowb, si, lds, nk, scale);
+        break;
+      case 2:
+        dots(t, 2, dn, d, qi, ldq, kr, pi, rowb, si, lds, nk, scale);
+        break;
+      default:
+        dots(t, 1, dn, d, qi, ldq, kr, pi, rowb, si, lds, nk, scale);
+        break;
+      }
+    }
+  }
+}
+
+SA_INLINE void score_t(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
+                       size_t ldq, const void *k, size_t ldk, float scale,
+                       float *s, size_t lds) {
+  const char *kb = k;
+  size_t ldb = sa_row_bytes(t, ldk);
+  /* bytes a row's d values take (q8_0: d / 32 blocks) */
+  size_t rowb = t == SA_Q8_0 ? sa_row_bytes(t, d / 32) : sa_row_bytes(t, d);
+  /* d = 0 has no row for the dots to prefetch the end of */
+  if (d == 0 || m > DOTS_M)
+    score_packed(t, m, n, d, q, ldq, kb, ldb, scale, s, lds);
+  else if (m <= 2)
+    score_dots(t, 4, m, n, d, q, ldq, kb, ldb, rowb, scale, s, lds);
+  else
+    score_dots(t, DN, m, n, d, q, ldq, kb, ldb, rowb, scale, s, lds);
+}
+
+void sa_score_f16__avx2(size_t m, size_t n, size_t d, const float *q,
+                        size_t ldq, const void *k, size_t ldk, float scale,
+                        float *s, size_t lds) {
+  score_t(SA_F16, m, n, d, q, ldq, k, ldk, scale, s, lds);
+}
+
+void sa_score_bf16__avx2(size_t m, size_t n, size_t d, const float *q,
+                         size_t ldq, const void *k, size_t ldk, float scale,
+                         float *s, size_t lds) {
+  score_t(SA_BF16, m, n, d, q, ldq, k, ldk, scale, s, lds);
+}
+
+void sa_score_q8_0__avx2(size_t m, size_t n, size_t d, const float *q,
+                         size_t ldq, const void *k, size_t ldk, float scale,
+                         float *s, size_t lds) {
+  score_t(SA_Q8_0, m, n, d, q, ldq, k, ldk, scale, s, lds);
+}
