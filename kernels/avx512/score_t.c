@@ -154,32 +154,6 @@ AI void score_packed(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
   }
 }
 
-/* Lane group g (4 floats) of x moved to lanes 0..3; g a constant. */
-AI __m512 group(__m512 x, size_t g) {
-  switch (g) {
-  case 0:
-    return x;
-  case 1:
-    return _mm512_shuffle_f32x4(x, x, 0x01);
-  case 2:
-    return _mm512_shuffle_f32x4(x, x, 0x02);
-  default:
-    return _mm512_shuffle_f32x4(x, x, 0x03);
-  }
-}
-
-/* a[0..4): 16 partial sums of 4 keys -> in 128-bit lane L, the sum of a[c]'s
- * lanes 4L..4L+3 in element c. */
-static inline __m512 hsum4(const __m512 a[DN]) {
-  __m512 x01 = _mm512_add_ps(_mm512_unpacklo_ps(a[0], a[1]),
-                             _mm512_unpackhi_ps(a[0], a[1]));
-  __m512 x23 = _mm512_add_ps(_mm512_unpacklo_ps(a[2], a[3]),
-                             _mm512_unpackhi_ps(a[2], a[3]));
-  __m512d y01 = _mm512_castps_pd(x01), y23 = _mm512_castps_pd(x23);
-  return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(y01, y23)),
-                       _mm512_castpd_ps(_mm512_unpackhi_pd(y01, y23)));
-}
-
 /* q rows r, values p .. p + 32 (r valid) into acc[r][c] against b[c][2]. */
 AI void dots_step(size_t mr, const float *q, size_t ldq, size_t p, size_t rem,
                   __m512 b[DN][2], __m512 acc[DM][DN]) {
@@ -223,21 +197,7 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
       sa_widen32(t, kr[c], p, d - p, &b[c][0], &b[c][1]);
     dots_step(mr, q, ldq, p, d - p, b, acc);
   }
-  __m512 y[DM];
-#pragma GCC unroll 4
-  for (size_t r = 0; r < DM; r++)
-    y[r] = r < mr ? hsum4(acc[r]) : _mm512_setzero_ps();
-  __m512 u01 = _mm512_add_ps(_mm512_shuffle_f32x4(y[0], y[1], 0x44),
-                             _mm512_shuffle_f32x4(y[0], y[1], 0xee));
-  __m512 u23 = _mm512_add_ps(_mm512_shuffle_f32x4(y[2], y[3], 0x44),
-                             _mm512_shuffle_f32x4(y[2], y[3], 0xee));
-  __m512 sum = _mm512_add_ps(_mm512_shuffle_f32x4(u01, u23, 0x88),
-                             _mm512_shuffle_f32x4(u01, u23, 0xdd));
-  sum = _mm512_mul_ps(sum, _mm512_set1_ps(scale));
-  __mmask16 kn = sa_mask16(nk);
-#pragma GCC unroll 4
-  for (size_t r = 0; r < mr; r++)
-    _mm512_mask_storeu_ps(s + r * lds, kn, group(sum, r));
+  sa_dots_store(mr, acc, scale, s, lds, nk);
 }
 
 AI void score_dots(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
