@@ -481,8 +481,9 @@ static void bm_attention(sa_bench_state *st, void *argp) {
   if (s->kind == DECODE || s->kind == MIXED || s->kind == PAGED) {
     /* the bytes of K and V actually read, in their type */
     double bytes = 2.0 * (double)sd->kv_bytes;
-    if (s->kind != DECODE) /* the keys the sequences hold */
-      bytes = visible_pairs(s) / (double)s->hq * (double)s->hkv *
+    if (s->kind != DECODE) /* the keys the sequences hold (one query row
+                              each: pairs of one head = keys of one head) */
+      bytes = visible_pairs(s) * (double)s->hkv *
               (double)sa_dtype_bytes(s->kvt, s->d) * 2;
     sa_bench_set_bytes_processed(st, (int64_t)(bytes * iters));
     sa_bench_counter(st, "GBps", bytes * iters * 1e-9, SA_BENCH_RATE);
