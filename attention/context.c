@@ -69,7 +69,7 @@ static sa_status context_new(const sa_kernel_set *ks, const sa_pool_config *cfg,
     return sa_fail(SA_ERR_NO_MEMORY, "context");
   }
   ctx->block_q = o->block_q ? o->block_q : SA_DEFAULT_BLOCK_Q;
-  ctx->block_kv = o->block_kv ? o->block_kv : SA_DEFAULT_BLOCK_KV;
+  ctx->block_kv = o->block_kv; /* 0: chosen per call by the tile's rows */
   sa_status st = sa_pool_create(&ctx->pool_cfg, &ctx->pool);
   if (st != SA_OK) {
     ctx->pool = NULL;

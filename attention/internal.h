@@ -9,6 +9,14 @@
 
 #define SA_DEFAULT_BLOCK_Q 64
 #define SA_DEFAULT_BLOCK_KV 256
+/* Tiles of at most SA_DECODE_ROWS rows (decode: one position, or a GQA
+ * group's heads stacked) take SA_DECODE_BLOCK_KV keys a step unless the
+ * context sets block_kv: their score tile stays small, and every kernel
+ * call restarts the K or V stream the prefetchers follow (see
+ * docs/DESIGN.md, "Element types"). Paged caches keep SA_DEFAULT_BLOCK_KV,
+ * so that 256-key pages are still read in place. */
+#define SA_DECODE_ROWS 16
+#define SA_DECODE_BLOCK_KV 1024
 
 /* Per-worker scratch, grown on demand and kept across calls (or carved from
  * the caller's workspace). */
@@ -36,9 +44,9 @@ struct sa_context {
   atomic_uint busy;
   const sa_kernel_set *ks;
   sa_pool *pool;
-  sa_pool_config pool_cfg; /* kept to start the pool again after fork() */
-  size_t block_q, block_kv;
-  sa_scratch *scratch; /* one per worker */
+  sa_pool_config pool_cfg;  /* kept to start the pool again after fork() */
+  size_t block_q, block_kv; /* block_kv 0: chosen per call (plan.c) */
+  sa_scratch *scratch;      /* one per worker */
   int nthreads;
   unsigned char *workspace; /* the caller's, 64-byte aligned; NULL: ours */
   size_t workspace_bytes;   /* its size from there */

@@ -341,7 +341,9 @@ typedef struct sa_context_options {
   int num_threads;    /* 0: SIMDATTN_NUM_THREADS, else one per usable core */
   sa_pin_policy pin;  /* how workers are placed */
   size_t block_q;     /* query rows per tile; 0 = library default */
-  size_t block_kv;    /* keys per fused step; 0 = library default */
+  size_t block_kv;    /* keys per fused step; 0 = library default (256;
+                         1024 for decode tiles of at most 16 rows on a
+                         cache that is not paged) */
   /* --- 0.2: where the workers go, and whose memory the scratch is. */
   /* NULL: every CPU the process may use. Else a list of OS CPU numbers
    * ("0-7,16-23", hwloc/taskset list syntax) that pinned workers are
