@@ -131,17 +131,18 @@ typedef struct sa_plan {
   int online;          /* three-pass normalises after wsum (sinks, lse) */
 } sa_plan;
 
-/* Element strides of a [batch, heads, len, dim] tensor, shared by every
- * entry point that takes them (attention, merge, kv_append):
- * resolve fills all-zero strides in as packed [batch, heads, len, dim];
- * extent gives the highest element offset + 1 (0 when batch or len is 0),
- * SA_ERR_OVERFLOW unless it fits in ptrdiff_t bytes, so pointer arithmetic
- * on it is defined. `name` is the tensor's, for the message. */
+/* Strides of a [batch, heads, len, dim] tensor in its units (elements, or
+ * q8_0 blocks, dim then counting units too), shared by every entry point
+ * that takes them (attention, merge, kv_append): resolve fills all-zero
+ * strides in as packed [batch, heads, len, dim]; extent gives the highest
+ * unit offset + 1 (0 when batch or len is 0), SA_ERR_OVERFLOW unless it
+ * fits in ptrdiff_t bytes at `unit` bytes each, so pointer arithmetic on
+ * it is defined. `name` is the tensor's, for the message. */
 sa_status sa_strides_resolve(const char *name, sa_strides *st, size_t heads,
                              size_t len, size_t dim);
 sa_status sa_strides_extent(const char *name, const sa_strides *st,
                             size_t batch, size_t heads, size_t len, size_t dim,
-                            size_t *end);
+                            size_t unit, size_t *end);
 
 /* Do [a, a + a_bytes) and [b, b + b_bytes) share a byte? Compared
  * as integers: the tensors may come from different allocations, where

@@ -90,9 +90,9 @@ sa_status sa_attention_merge(const sa_merge_desc *desc,
   if ((st = sa_strides_resolve("merge o", &d.o, d.heads, d.len_q, d.dim_v)) ||
       (st = sa_strides_resolve("merge lse", &d.lse, d.heads, d.len_q, 1)) ||
       (st = sa_strides_extent("merge o", &d.o, d.batch, d.heads, d.len_q,
-                              d.dim_v, &oend)) ||
+                              d.dim_v, sizeof(float), &oend)) ||
       (st = sa_strides_extent("merge lse", &d.lse, d.batch, d.heads, d.len_q, 1,
-                              &lend)) ||
+                              sizeof(float), &lend)) ||
       (st = check_out("o", o, oend, o_parts, d.parts)) ||
       (lse && (st = check_out("lse", lse, lend, lse_parts, d.parts))))
     return st;

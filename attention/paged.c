@@ -38,7 +38,7 @@ sa_status sa_kv_append(const sa_kv_append_desc *desc, void *k_cache,
   /* types: the cache's any K/V type, the new rows' that or f32 */
   const sa_dtype ctype[] = {d.k_type, d.v_type},
                  ntype[] = {d.k_new_type, d.v_new_type};
-  size_t dim[] = {d.dim_qk, d.dim_v}, cdim[2], ndim[2];
+  size_t dim[] = {d.dim_qk, d.dim_v}, cdim[2], ndim[2], cunit[2], nunit[2];
   for (int t = 0; t < 2; t++) {
     if ((unsigned)ctype[t] > SA_Q8_0 ||
         (ntype[t] != ctype[t] && ntype[t] != SA_F32))
@@ -51,8 +51,10 @@ sa_status sa_kv_append(const sa_kv_append_desc *desc, void *k_cache,
                      "sa_kv_append: a q8_0 cache needs %s (%zu) to be a "
                      "multiple of 32",
                      t ? "dim_v" : "dim_qk", dim[t]);
-    cdim[t] = ctype[t] == SA_Q8_0 ? dim[t] / SA_QK8_0 : dim[t];
-    ndim[t] = ntype[t] == SA_Q8_0 ? dim[t] / SA_QK8_0 : dim[t];
+    cdim[t] = sa_dtype_row(ctype[t], dim[t]);
+    ndim[t] = sa_dtype_row(ntype[t], dim[t]);
+    cunit[t] = sa_dtype_unit(ctype[t]);
+    nunit[t] = sa_dtype_unit(ntype[t]);
   }
   /* the cache is [pages, heads_kv, page_size, dim] (head-major pages, as
    * sa_attention reads them), the new rows [batch, heads_kv, tokens, dim] */
@@ -66,16 +68,15 @@ sa_status sa_kv_append(const sa_kv_append_desc *desc, void *k_cache,
         (st = sa_strides_resolve(fname[t], fresh[t], d.heads_kv, d.tokens,
                                  ndim[t])) ||
         (st = sa_strides_extent(cname[t], cache[t], d.num_pages, d.heads_kv,
-                                d.page_size, cdim[t], &cend[t])) ||
+                                d.page_size, cdim[t], cunit[t], &cend[t])) ||
         (st = sa_strides_extent(fname[t], fresh[t], d.batch, d.heads_kv,
-                                d.tokens, ndim[t], &nend[t])))
+                                d.tokens, ndim[t], nunit[t], &nend[t])))
       return st;
   const void *src[] = {k_new, v_new};
   void *dst[] = {k_cache, v_cache};
   for (int t = 0; t < 2; t++)
     if (ntype[t] != ctype[t] &&
-        sa_overlaps(dst[t], cend[t] * sa_dtype_unit(ctype[t]), src[t],
-                    nend[t] * sa_dtype_unit(ntype[t])))
+        sa_overlaps(dst[t], cend[t] * cunit[t], src[t], nend[t] * nunit[t]))
       return sa_fail(SA_ERR_BAD_STRIDE,
                      "sa_kv_append: new %s rows to convert overlap the cache",
                      t ? "v" : "k");
@@ -108,16 +109,16 @@ sa_status sa_kv_append(const sa_kv_append_desc *desc, void *k_cache,
       size_t slot = pos % d.page_size;
       for (int t = 0; t < 2; t++)
         for (size_t h = 0; h < d.heads_kv; h++) {
-          void *to =
-              (char *)dst[t] + (pg * cache[t]->batch + h * cache[t]->head +
-                                slot * cache[t]->seq) *
-                                   sa_dtype_unit(ctype[t]);
+          void *to = (void *)sa_at(dst[t],
+                                   pg * cache[t]->batch + h * cache[t]->head +
+                                       slot * cache[t]->seq,
+                                   cunit[t]);
           const void *from = sa_at(src[t],
                                    b * fresh[t]->batch + h * fresh[t]->head +
                                        tok * fresh[t]->seq,
-                                   sa_dtype_unit(ntype[t]));
+                                   nunit[t]);
           if (ntype[t] == ctype[t])
-            memmove(to, from, cdim[t] * sa_dtype_unit(ctype[t]));
+            memmove(to, from, cdim[t] * cunit[t]);
           else
             ks->from_f32[ctype[t]](dim[t], from, to);
         }

@@ -31,7 +31,7 @@ sa_status sa_strides_resolve(const char *name, sa_strides *st, size_t heads,
 
 sa_status sa_strides_extent(const char *name, const sa_strides *st,
                             size_t batch, size_t heads, size_t len, size_t dim,
-                            size_t *out) {
+                            size_t unit, size_t *out) {
   size_t a, b, c, end;
   if (batch == 0 || len == 0) { /* a ragged side with no tokens */
     *out = 0;
@@ -40,7 +40,7 @@ sa_status sa_strides_extent(const char *name, const sa_strides *st,
   if (mul_ov(batch - 1, st->batch, &a) || mul_ov(heads - 1, st->head, &b) ||
       mul_ov(len - 1, st->seq, &c) || add_ov(a, b, &end) ||
       add_ov(end, c, &end) || add_ov(end, dim, &end) ||
-      end > (size_t)PTRDIFF_MAX / sizeof(float))
+      end > (size_t)PTRDIFF_MAX / unit)
     return sa_fail(SA_ERR_OVERFLOW,
                    "%s: strides span more than the address "
                    "space",
@@ -178,7 +178,7 @@ static sa_status plan_extras(const sa_attention_desc *d, sa_plan *p, size_t qn,
       at->seq = 1;
     }
     if ((st = sa_strides_resolve("lse", at, p->heads_q, p->len_q, 1)) ||
-        (st = sa_strides_extent("lse", at, qn, p->heads_q, ql, 1,
+        (st = sa_strides_extent("lse", at, qn, p->heads_q, ql, 1, sizeof(float),
                                 &p->end_extra[2])) ||
         (ql && (st = no_alias("lse", at, qn, p->heads_q, ql, 1))))
       return st;
@@ -300,21 +300,15 @@ static sa_status plan_types(const sa_attention_desc *d, sa_plan *p) {
   p->k_type = d->k_type;
   p->v_type = d->v_type;
   p->o_type = d->o_type;
-  p->kdim = d->dim_qk;
-  p->vdim = d->dim_v;
-  if (p->k_type == SA_Q8_0 || p->v_type == SA_Q8_0) {
-    size_t dim = p->k_type == SA_Q8_0 ? d->dim_qk : d->dim_v;
-    if ((p->k_type == SA_Q8_0 && d->dim_qk % SA_QK8_0) ||
-        (p->v_type == SA_Q8_0 && d->dim_v % SA_QK8_0))
-      return sa_fail(SA_ERR_BAD_SHAPE,
-                     "a q8_0 K or V needs its dimension (%zu) to be a "
-                     "multiple of 32",
-                     dim);
-    if (p->k_type == SA_Q8_0)
-      p->kdim = d->dim_qk / SA_QK8_0;
-    if (p->v_type == SA_Q8_0)
-      p->vdim = d->dim_v / SA_QK8_0;
-  }
+  if ((p->k_type == SA_Q8_0 && d->dim_qk % SA_QK8_0) ||
+      (p->v_type == SA_Q8_0 && d->dim_v % SA_QK8_0))
+    return sa_fail(SA_ERR_BAD_SHAPE,
+                   "a q8_0 K or V needs its dimension to be a multiple of "
+                   "32 (dim_qk %zu, k_type %s; dim_v %zu, v_type %s)",
+                   d->dim_qk, sa_dtype_name(p->k_type), d->dim_v,
+                   sa_dtype_name(p->v_type));
+  p->kdim = sa_dtype_row(p->k_type, d->dim_qk);
+  p->vdim = sa_dtype_row(p->v_type, d->dim_v);
   return SA_OK;
 }
 
@@ -371,22 +365,16 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
       (st = sa_strides_resolve("v", &p->v, p->heads_kv, p->len_kv, p->vdim)) ||
       (st = sa_strides_resolve("o", &p->o, p->heads_q, p->len_q, p->dim_v)) ||
       (st = sa_strides_extent("q", &p->q, qn, p->heads_q, ql, p->dim_qk,
-                              &p->end[0])) ||
+                              p->unit[0], &p->end[0])) ||
       (st = sa_strides_extent("k", &p->k, kn, p->heads_kv, kl, p->kdim,
-                              &p->end[1])) ||
+                              p->unit[1], &p->end[1])) ||
       (st = sa_strides_extent("v", &p->v, kn, p->heads_kv, kl, p->vdim,
-                              &p->end[2])) ||
+                              p->unit[2], &p->end[2])) ||
       (st = sa_strides_extent("o", &p->o, qn, p->heads_q, ql, p->dim_v,
-                              &p->end[3])) ||
+                              p->unit[3], &p->end[3])) ||
       (ql && (st = no_alias("o", &p->o, qn, p->heads_q, ql, p->dim_v))) ||
       (st = plan_extras(d, p, qn, ql)) || (st = plan_paged(p)))
     return st;
-  /* q8_0 blocks are 34 bytes: the extents above were checked as floats */
-  static const char *tensor[] = {"q", "k", "v", "o"};
-  for (int t = 0; t < 4; t++)
-    if (p->end[t] > (size_t)PTRDIFF_MAX / p->unit[t])
-      return sa_fail(SA_ERR_OVERFLOW,
-                     "%s: strides span more than the address space", tensor[t]);
 
   p->block_q = block_q < p->len_q ? block_q : p->len_q;
   if (p->len_q == 1 && p->group > 1) /* decode: a KV group's heads as rows */

@@ -135,4 +135,9 @@ static inline size_t sa_dtype_unit(sa_dtype t) {
   return t == SA_Q8_0 ? sizeof(sa_block_q8_0) : t == SA_F32 ? 4 : 2;
 }
 
+/* Units in a row of dim values (q8_0: dim a multiple of 32). */
+static inline size_t sa_dtype_row(sa_dtype t, size_t dim) {
+  return t == SA_Q8_0 ? dim / SA_QK8_0 : dim;
+}
+
 #endif
