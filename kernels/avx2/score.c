@@ -36,6 +36,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "unroll.h"
 #include "util.h"
 
 enum { MR = 6, NR = 16, KC = 256 };
@@ -136,26 +137,9 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
       for (size_t i0 = 0; i0 < m; i0 += MR) {
         const float *qi = q + i0 * ldq + p0;
         float *si = s + i0 * lds + j0;
-        switch (m - i0 < MR ? m - i0 : MR) {
-        case 6:
-          tile(6, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        case 5:
-          tile(5, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        case 4:
-          tile(4, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        case 3:
-          tile(3, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        case 2:
-          tile(2, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        default:
-          tile(1, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        }
+#define TILE(r) tile(r, kc, qi, ldq, panel, si, lds, nk, first, last, scale)
+        SA_UNROLL_1_6(m - i0 < MR ? m - i0 : MR, TILE);
+#undef TILE
       }
       p0 += kc;
     } while (p0 < d);
@@ -256,20 +240,9 @@ score_dots(size_t dn, size_t m, size_t n, size_t d, const float *q, size_t ldq,
       const float *const *pi = i0 == 0 ? pk : kr;
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;
-      switch (m - i0 < DM ? m - i0 : DM) {
-      case 4:
-        dots(4, dn, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      case 3:
-        dots(3, dn, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      case 2:
-        dots(2, dn, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      default:
-        dots(1, dn, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      }
+#define DOTS(r) dots(r, dn, d, qi, ldq, kr, pi, si, lds, nk, scale)
+      SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
+#undef DOTS
     }
   }
 }

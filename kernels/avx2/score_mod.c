@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "unroll.h"
 #include "util.h"
 
 enum { CAP = 1, ALIBI = 2, ADD = 4, KEEP = 8 };
@@ -104,27 +105,7 @@ void sa_score_mod__avx2(size_t m, size_t n, float *s, size_t lds,
                         const sa_score_mods *mods) {
   unsigned f = (mods->softcap > 0.0f ? CAP : 0) | (mods->slope ? ALIBI : 0) |
                (mods->add ? ADD : 0) | (mods->keep ? KEEP : 0);
-  switch (f) {
-#define ROWS(c)                                                                \
-  case c:                                                                      \
-    rows(c, m, n, s, lds, mods);                                               \
-    break
-    ROWS(0);
-    ROWS(1);
-    ROWS(2);
-    ROWS(3);
-    ROWS(4);
-    ROWS(5);
-    ROWS(6);
-    ROWS(7);
-    ROWS(8);
-    ROWS(9);
-    ROWS(10);
-    ROWS(11);
-    ROWS(12);
-    ROWS(13);
-    ROWS(14);
-    ROWS(15);
+#define ROWS(c) rows(c, m, n, s, lds, mods)
+  SA_UNROLL_0_15(f, ROWS);
 #undef ROWS
-  }
 }

@@ -31,6 +31,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
@@ -127,26 +128,9 @@ SA_INLINE void score_packed(sa_dtype t, size_t m, size_t n, size_t d,
       for (size_t i0 = 0; i0 < m; i0 += MR) {
         const float *qi = q + i0 * ldq + p0;
         float *si = s + i0 * lds + j0;
-        switch (m - i0 < MR ? m - i0 : MR) {
-        case 6:
-          tile(6, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        case 5:
-          tile(5, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        case 4:
-          tile(4, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        case 3:
-          tile(3, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        case 2:
-          tile(2, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        default:
-          tile(1, kc, qi, ldq, panel, si, lds, nk, first, last, scale);
-          break;
-        }
+#define TILE(r) tile(r, kc, qi, ldq, panel, si, lds, nk, first, last, scale)
+        SA_UNROLL_1_6(m - i0 < MR ? m - i0 : MR, TILE);
+#undef TILE
       }
       p0 += kc;
     } while (p0 < d);
@@ -274,20 +258,9 @@ SA_INLINE void score_dots(sa_dtype t, size_t dn, size_t m, size_t n, size_t d,
       const char *const *pi = i0 == 0 ? pk : kr;
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;
-      switch (m - i0 < DM ? m - i0 : DM) {
-      case 4:
-        dots(t, 4, dn, d, qi, ldq, kr, pi, rowb, si, lds, nk, scale);
-        break;
-      case 3:
-        dots(t, 3, dn, d, qi, ldq, kr, pi, rowb, si, lds, nk, scale);
-        break;
-      case 2:
-        dots(t, 2, dn, d, qi, ldq, kr, pi, rowb, si, lds, nk, scale);
-        break;
-      default:
-        dots(t, 1, dn, d, qi, ldq, kr, pi, rowb, si, lds, nk, scale);
-        break;
-      }
+#define DOTS(r) dots(t, r, dn, d, qi, ldq, kr, pi, rowb, si, lds, nk, scale)
+      SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
+#undef DOTS
     }
   }
 }

@@ -25,6 +25,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "unroll.h"
 #include "util.h"
 
 enum { MR = 6, NV = 2, PF = 8 };
@@ -88,26 +89,9 @@ static inline __attribute__((always_inline)) void
 rows(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
      const float *v, size_t ldv, const float *beta, float *o, size_t ldo,
      size_t pf) {
-  switch (mr) {
-  case 6:
-    tile(6, nv, cols, n, p, ldp, v, ldv, beta, o, ldo, pf);
-    break;
-  case 5:
-    tile(5, nv, cols, n, p, ldp, v, ldv, beta, o, ldo, pf);
-    break;
-  case 4:
-    tile(4, nv, cols, n, p, ldp, v, ldv, beta, o, ldo, pf);
-    break;
-  case 3:
-    tile(3, nv, cols, n, p, ldp, v, ldv, beta, o, ldo, pf);
-    break;
-  case 2:
-    tile(2, nv, cols, n, p, ldp, v, ldv, beta, o, ldo, pf);
-    break;
-  default:
-    tile(1, nv, cols, n, p, ldp, v, ldv, beta, o, ldo, pf);
-    break;
-  }
+#define TILE(r) tile(r, nv, cols, n, p, ldp, v, ldv, beta, o, ldo, pf)
+  SA_UNROLL_1_6(mr, TILE);
+#undef TILE
 }
 
 void sa_wsum__avx2(size_t m, size_t n, size_t dv, const float *p, size_t ldp,

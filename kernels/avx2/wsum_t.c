@@ -25,6 +25,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
@@ -90,26 +91,9 @@ SA_INLINE void rows(sa_dtype t, size_t mr, size_t nv, size_t cols, size_t n,
                     const float *p, size_t ldp, const char *v, size_t ldb,
                     size_t c0, const float *beta, float *o, size_t ldo,
                     size_t pf) {
-  switch (mr) {
-  case 6:
-    tile(t, 6, nv, cols, n, p, ldp, v, ldb, c0, beta, o, ldo, pf);
-    break;
-  case 5:
-    tile(t, 5, nv, cols, n, p, ldp, v, ldb, c0, beta, o, ldo, pf);
-    break;
-  case 4:
-    tile(t, 4, nv, cols, n, p, ldp, v, ldb, c0, beta, o, ldo, pf);
-    break;
-  case 3:
-    tile(t, 3, nv, cols, n, p, ldp, v, ldb, c0, beta, o, ldo, pf);
-    break;
-  case 2:
-    tile(t, 2, nv, cols, n, p, ldp, v, ldb, c0, beta, o, ldo, pf);
-    break;
-  default:
-    tile(t, 1, nv, cols, n, p, ldp, v, ldb, c0, beta, o, ldo, pf);
-    break;
-  }
+#define TILE(r) tile(t, r, nv, cols, n, p, ldp, v, ldb, c0, beta, o, ldo, pf)
+  SA_UNROLL_1_6(mr, TILE);
+#undef TILE
 }
 
 SA_INLINE void wsum_t(sa_dtype t, size_t m, size_t n, size_t dv, const float *p,

@@ -31,6 +31,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "unroll.h"
 #include "util.h"
 
 enum { MR = 8, NR = 32, KC = 256 };
@@ -128,32 +129,9 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
       for (size_t i0 = 0; i0 < m; i0 += MR) {
         const float *qi = q + i0 * ldq + p0;
         float *si = s + i0 * lds + j0;
-        switch (m - i0 < MR ? m - i0 : MR) {
-        case 8:
-          tile(8, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 7:
-          tile(7, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 6:
-          tile(6, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 5:
-          tile(5, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 4:
-          tile(4, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 3:
-          tile(3, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 2:
-          tile(2, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        default:
-          tile(1, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        }
+#define TILE(r) tile(r, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale)
+        SA_UNROLL_1_8(m - i0 < MR ? m - i0 : MR, TILE);
+#undef TILE
       }
       p0 += kc;
     } while (p0 < d);
@@ -217,20 +195,9 @@ static void score_dots(size_t m, size_t n, size_t d, const float *q, size_t ldq,
       /* later row blocks find these keys in cache: "prefetch" them instead
        * of fetching the ones ahead again */
       const float *const *pi = i0 == 0 ? pk : kr;
-      switch (m - i0 < DM ? m - i0 : DM) {
-      case 4:
-        dots(4, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      case 3:
-        dots(3, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      case 2:
-        dots(2, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      default:
-        dots(1, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      }
+#define DOTS(r) dots(r, d, qi, ldq, kr, pi, si, lds, nk, scale)
+      SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
+#undef DOTS
     }
   }
 }

@@ -28,6 +28,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
@@ -122,32 +123,9 @@ AI void score_packed(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
       for (size_t i0 = 0; i0 < m; i0 += MR) {
         const float *qi = q + i0 * ldq + p0;
         float *si = s + i0 * lds + j0;
-        switch (m - i0 < MR ? m - i0 : MR) {
-        case 8:
-          tile(8, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 7:
-          tile(7, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 6:
-          tile(6, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 5:
-          tile(5, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 4:
-          tile(4, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 3:
-          tile(3, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        case 2:
-          tile(2, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        default:
-          tile(1, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale);
-          break;
-        }
+#define TILE(r) tile(r, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale)
+        SA_UNROLL_1_8(m - i0 < MR ? m - i0 : MR, TILE);
+#undef TILE
       }
       p0 += kc;
     } while (p0 < d);
@@ -217,20 +195,9 @@ AI void score_dots(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;
       const char *const *pi = i0 == 0 ? pk : kr;
-      switch (m - i0 < DM ? m - i0 : DM) {
-      case 4:
-        dots(t, 4, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      case 3:
-        dots(t, 3, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      case 2:
-        dots(t, 2, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      default:
-        dots(t, 1, d, qi, ldq, kr, pi, si, lds, nk, scale);
-        break;
-      }
+#define DOTS(r) dots(t, r, d, qi, ldq, kr, pi, si, lds, nk, scale)
+      SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
+#undef DOTS
     }
   }
 }

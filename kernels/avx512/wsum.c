@@ -21,6 +21,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "unroll.h"
 #include "util.h"
 
 enum { MR = 8, NV = 2, PF = 8 };
@@ -79,32 +80,9 @@ void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
       const float *vc = v + c0;
       size_t pf = i0 == 0 && c0 == 0 ? dv : 0;
       float *oc = oi + c0;
-      switch (m - i0 < MR ? m - i0 : MR) {
-      case 8:
-        tile(8, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
-        break;
-      case 7:
-        tile(7, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
-        break;
-      case 6:
-        tile(6, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
-        break;
-      case 5:
-        tile(5, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
-        break;
-      case 4:
-        tile(4, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
-        break;
-      case 3:
-        tile(3, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
-        break;
-      case 2:
-        tile(2, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
-        break;
-      default:
-        tile(1, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf);
-        break;
-      }
+#define TILE(r) tile(r, n, pi, ldp, vc, ldv, bi, oc, ldo, km, pf)
+      SA_UNROLL_1_8(m - i0 < MR ? m - i0 : MR, TILE);
+#undef TILE
     }
   }
 }

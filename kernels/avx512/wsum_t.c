@@ -21,6 +21,7 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
@@ -80,32 +81,9 @@ AI void wsum_typed(sa_dtype t, size_t m, size_t n, size_t dv, const float *p,
     for (size_t c0 = 0; c0 < dv; c0 += 16 * NV) {
       size_t cn = dv - c0 < 16 * NV ? dv - c0 : 16 * NV;
       size_t pf = i0 == 0 && c0 == 0 ? rowb : 0;
-      switch (m - i0 < MR ? m - i0 : MR) {
-      case 8:
-        tile(t, 8, n, pi, ldp, v, ldvb, c0, cn, bi, oi, ldo, pf);
-        break;
-      case 7:
-        tile(t, 7, n, pi, ldp, v, ldvb, c0, cn, bi, oi, ldo, pf);
-        break;
-      case 6:
-        tile(t, 6, n, pi, ldp, v, ldvb, c0, cn, bi, oi, ldo, pf);
-        break;
-      case 5:
-        tile(t, 5, n, pi, ldp, v, ldvb, c0, cn, bi, oi, ldo, pf);
-        break;
-      case 4:
-        tile(t, 4, n, pi, ldp, v, ldvb, c0, cn, bi, oi, ldo, pf);
-        break;
-      case 3:
-        tile(t, 3, n, pi, ldp, v, ldvb, c0, cn, bi, oi, ldo, pf);
-        break;
-      case 2:
-        tile(t, 2, n, pi, ldp, v, ldvb, c0, cn, bi, oi, ldo, pf);
-        break;
-      default:
-        tile(t, 1, n, pi, ldp, v, ldvb, c0, cn, bi, oi, ldo, pf);
-        break;
-      }
+#define TILE(r) tile(t, r, n, pi, ldp, v, ldvb, c0, cn, bi, oi, ldo, pf)
+      SA_UNROLL_1_8(m - i0 < MR ? m - i0 : MR, TILE);
+#undef TILE
     }
   }
 }

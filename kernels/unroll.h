@@ -1,0 +1,86 @@
+/*
+ * A count known only at run time, turned into a compile-time constant:
+ * SA_UNROLL_1_<N>(x, CALL) expands to CALL(c) for the c in [1, N] equal to
+ * x (x outside: CALL(1)), SA_UNROLL_0_15(x, CALL) to CALL(c) for x in
+ * [0, 15]. A kernel body written for a constant row count (or step set)
+ * keeps its accumulator arrays in registers; every call site instantiates
+ * it once per value.
+ *
+ * Macros only: no code, so any kernel directory may include it whatever
+ * its ISA flags.
+ */
+#ifndef SA_KERNELS_UNROLL_H
+#define SA_KERNELS_UNROLL_H
+
+#define SA_UNROLL_CASE_(c, CALL)                                               \
+  case c:                                                                      \
+    CALL(c);                                                                   \
+    break;
+
+#define SA_UNROLL_1_4(x, CALL)                                                 \
+  do {                                                                         \
+    switch (x) {                                                               \
+      SA_UNROLL_CASE_(4, CALL)                                                 \
+      SA_UNROLL_CASE_(3, CALL)                                                 \
+      SA_UNROLL_CASE_(2, CALL)                                                 \
+    default:                                                                   \
+      CALL(1);                                                                 \
+      break;                                                                   \
+    }                                                                          \
+  } while (0)
+
+#define SA_UNROLL_1_6(x, CALL)                                                 \
+  do {                                                                         \
+    switch (x) {                                                               \
+      SA_UNROLL_CASE_(6, CALL)                                                 \
+      SA_UNROLL_CASE_(5, CALL)                                                 \
+      SA_UNROLL_CASE_(4, CALL)                                                 \
+      SA_UNROLL_CASE_(3, CALL)                                                 \
+      SA_UNROLL_CASE_(2, CALL)                                                 \
+    default:                                                                   \
+      CALL(1);                                                                 \
+      break;                                                                   \
+    }                                                                          \
+  } while (0)
+
+#define SA_UNROLL_1_8(x, CALL)                                                 \
+  do {                                                                         \
+    switch (x) {                                                               \
+      SA_UNROLL_CASE_(8, CALL)                                                 \
+      SA_UNROLL_CASE_(7, CALL)                                                 \
+      SA_UNROLL_CASE_(6, CALL)                                                 \
+      SA_UNROLL_CASE_(5, CALL)                                                 \
+      SA_UNROLL_CASE_(4, CALL)                                                 \
+      SA_UNROLL_CASE_(3, CALL)                                                 \
+      SA_UNROLL_CASE_(2, CALL)                                                 \
+    default:                                                                   \
+      CALL(1);                                                                 \
+      break;                                                                   \
+    }                                                                          \
+  } while (0)
+
+#define SA_UNROLL_0_15(x, CALL)                                                \
+  do {                                                                         \
+    switch (x) {                                                               \
+      SA_UNROLL_CASE_(0, CALL)                                                 \
+      SA_UNROLL_CASE_(1, CALL)                                                 \
+      SA_UNROLL_CASE_(2, CALL)                                                 \
+      SA_UNROLL_CASE_(3, CALL)                                                 \
+      SA_UNROLL_CASE_(4, CALL)                                                 \
+      SA_UNROLL_CASE_(5, CALL)                                                 \
+      SA_UNROLL_CASE_(6, CALL)                                                 \
+      SA_UNROLL_CASE_(7, CALL)                                                 \
+      SA_UNROLL_CASE_(8, CALL)                                                 \
+      SA_UNROLL_CASE_(9, CALL)                                                 \
+      SA_UNROLL_CASE_(10, CALL)                                                \
+      SA_UNROLL_CASE_(11, CALL)                                                \
+      SA_UNROLL_CASE_(12, CALL)                                                \
+      SA_UNROLL_CASE_(13, CALL)                                                \
+      SA_UNROLL_CASE_(14, CALL)                                                \
+      SA_UNROLL_CASE_(15, CALL)                                                \
+    default:                                                                   \
+      break;                                                                   \
+    }                                                                          \
+  } while (0)
+
+#endif
