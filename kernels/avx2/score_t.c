@@ -31,36 +31,22 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "panel.h"
 #include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
-enum { MR = 6, NR = 16, KC = 256 };
+enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = 256 };
 enum { DOTS_M = 8, DM = 4, DN = 3, PF = 16 };
 
 /* 8 keys x 8 values of d from element p -> 8 panel rows of 8 keys. Keys at
  * or past nk and values at or past np are 0 without touching memory. */
 SA_INLINE void pack8x8(sa_dtype t, const char *k, size_t ldb, size_t p,
                        size_t nk, size_t np, float *dst) {
-  __m256 r[8], u[8];
+  __m256 r[8];
   for (size_t a = 0; a < 8; a++)
     r[a] = a >= nk ? _mm256_setzero_ps() : sa_widen8_at(t, k + a * ldb, p, np);
-  /* score.c's transpose */
-  for (size_t a = 0; a < 8; a += 2) {
-    u[a] = _mm256_unpacklo_ps(r[a], r[a + 1]);
-    u[a + 1] = _mm256_unpackhi_ps(r[a], r[a + 1]);
-  }
-  for (size_t g = 0; g < 8; g += 4) {
-    r[g] = _mm256_shuffle_ps(u[g], u[g + 2], 0x44);
-    r[g + 1] = _mm256_shuffle_ps(u[g], u[g + 2], 0xee);
-    r[g + 2] = _mm256_shuffle_ps(u[g + 1], u[g + 3], 0x44);
-    r[g + 3] = _mm256_shuffle_ps(u[g + 1], u[g + 3], 0xee);
-  }
-  for (size_t c = 0; c < 4; c++) {
-    _mm256_store_ps(dst + c * NR, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
-    _mm256_store_ps(dst + (4 + c) * NR,
-                    _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
-  }
+  sa_panel_store8x8(r, dst);
 }
 
 /* panel[p][0..NR) = k[0..nk)[p0 + p] for p < round_up(kc, 8), zero-padded */
@@ -70,48 +56,6 @@ SA_INLINE void pack_panel(sa_dtype t, const char *k, size_t ldb, size_t p0,
     for (size_t g = 0; g < NR; g += 8)
       pack8x8(t, k + g * ldb, ldb, p0 + p, nk > g ? nk - g : 0, kc - p,
               panel + p * NR + g);
-}
-
-/* s[0..mr)[0..nk) (+)= q[0..mr)[0..kc) . panel: score.c's tile. */
-SA_INLINE void tile(size_t mr, size_t kc, const float *q, size_t ldq,
-                    const float *panel, float *s, size_t lds, size_t nk,
-                    int first, int last, float scale) {
-  __m256 acc[MR][2];
-  const size_t n0 = nk < 8 ? nk : 8, n1 = nk > 8 ? nk - 8 : 0;
-#pragma GCC unroll 6
-  for (size_t r = 0; r < mr; r++) {
-    if (first) {
-      acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    } else if (nk == NR) {
-      acc[r][0] = _mm256_loadu_ps(s + r * lds);
-      acc[r][1] = _mm256_loadu_ps(s + r * lds + 8);
-    } else {
-      acc[r][0] = sa_load8_part(s + r * lds, n0);
-      acc[r][1] = sa_load8_part(s + r * lds + 8, n1);
-    }
-  }
-  for (size_t p = 0; p < kc; p++) {
-    __m256 b0 = _mm256_load_ps(panel + p * NR);
-    __m256 b1 = _mm256_load_ps(panel + p * NR + 8);
-#pragma GCC unroll 6
-    for (size_t r = 0; r < mr; r++) {
-      __m256 a = _mm256_broadcast_ss(q + r * ldq + p);
-      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
-    }
-  }
-  const __m256 vs = _mm256_set1_ps(last ? scale : 1.0f);
-#pragma GCC unroll 6
-  for (size_t r = 0; r < mr; r++) {
-    __m256 x0 = _mm256_mul_ps(acc[r][0], vs), x1 = _mm256_mul_ps(acc[r][1], vs);
-    if (nk == NR) {
-      _mm256_storeu_ps(s + r * lds, x0);
-      _mm256_storeu_ps(s + r * lds + 8, x1);
-    } else {
-      sa_store8_part(s + r * lds, n0, x0);
-      sa_store8_part(s + r * lds + 8, n1, x1);
-    }
-  }
 }
 
 SA_INLINE void score_packed(sa_dtype t, size_t m, size_t n, size_t d,
@@ -128,7 +72,8 @@ SA_INLINE void score_packed(sa_dtype t, size_t m, size_t n, size_t d,
       for (size_t i0 = 0; i0 < m; i0 += MR) {
         const float *qi = q + i0 * ldq + p0;
         float *si = s + i0 * lds + j0;
-#define TILE(r) tile(r, kc, qi, ldq, panel, si, lds, nk, first, last, scale)
+#define TILE(r)                                                                \
+  sa_panel_tile(r, kc, qi, ldq, panel, si, lds, nk, first, last, scale)
         SA_UNROLL_1_6(m - i0 < MR ? m - i0 : MR, TILE);
 #undef TILE
       }

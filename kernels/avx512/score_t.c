@@ -28,11 +28,12 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "panel.h"
 #include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
-enum { MR = 8, NR = 32, KC = 256 };
+enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = 256 };
 enum { DOTS_M = 16, DM = 4, DN = 4, PF = 16 };
 
 #define AI static inline __attribute__((always_inline))
@@ -41,31 +42,10 @@ enum { DOTS_M = 16, DM = 4, DN = 4, PF = 16 };
  * past nk and values at or past np are 0, not read. */
 AI void pack16x16(sa_dtype t, const char *k, size_t ldk, size_t nk, size_t p,
                   size_t np, float *dst) {
-  __m512 r[16], w[16];
+  __m512 r[16];
   for (size_t a = 0; a < 16; a++)
     r[a] = a < nk ? sa_widen16(t, k + a * ldk, p, np) : _mm512_setzero_ps();
-  for (size_t a = 0; a < 16; a += 2) {
-    w[a] = _mm512_unpacklo_ps(r[a], r[a + 1]);
-    w[a + 1] = _mm512_unpackhi_ps(r[a], r[a + 1]);
-  }
-  for (size_t g = 0; g < 16; g += 4) {
-    __m512d t0 = _mm512_castps_pd(w[g]), t1 = _mm512_castps_pd(w[g + 1]);
-    __m512d t2 = _mm512_castps_pd(w[g + 2]), t3 = _mm512_castps_pd(w[g + 3]);
-    r[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-    r[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-    r[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-    r[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-  }
-  for (size_t c = 0; c < 4; c++) {
-    __m512 w0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);
-    __m512 w1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xee);
-    __m512 w2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
-    __m512 w3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xee);
-    _mm512_store_ps(dst + (0 + c) * NR, _mm512_shuffle_f32x4(w0, w2, 0x88));
-    _mm512_store_ps(dst + (4 + c) * NR, _mm512_shuffle_f32x4(w0, w2, 0xdd));
-    _mm512_store_ps(dst + (8 + c) * NR, _mm512_shuffle_f32x4(w1, w3, 0x88));
-    _mm512_store_ps(dst + (12 + c) * NR, _mm512_shuffle_f32x4(w1, w3, 0xdd));
-  }
+  sa_panel_store16x16(r, dst);
 }
 
 /* panel[p][0..NR) = k[0..nk)[p0 + p] for p < round_up(kc, 16), 0-padded. */
@@ -75,36 +55,6 @@ AI void pack_panel(sa_dtype t, const char *k, size_t ldk, size_t nk, size_t p0,
     for (size_t g = 0; g < NR; g += 16)
       pack16x16(t, k + g * ldk, ldk, nk > g ? nk - g : 0, p0 + p, kc - p,
                 panel + p * NR + g);
-}
-
-/* score.c's tile: s[0..mr)[0..NR) (+)= q[0..mr)[0..kc) . panel. */
-AI void tile(size_t mr, size_t kc, const float *q, size_t ldq,
-             const float *panel, float *s, size_t lds, __mmask16 k0,
-             __mmask16 k1, int first, int last, float scale) {
-  __m512 acc[MR][2];
-#pragma GCC unroll 8
-  for (size_t r = 0; r < mr; r++) {
-    acc[r][0] =
-        first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k0, s + r * lds);
-    acc[r][1] = first ? _mm512_setzero_ps()
-                      : _mm512_maskz_loadu_ps(k1, s + r * lds + 16);
-  }
-  for (size_t p = 0; p < kc; p++) {
-    __m512 b0 = _mm512_load_ps(panel + p * NR);
-    __m512 b1 = _mm512_load_ps(panel + p * NR + 16);
-#pragma GCC unroll 8
-    for (size_t r = 0; r < mr; r++) {
-      __m512 a = _mm512_set1_ps(q[r * ldq + p]);
-      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
-    }
-  }
-  const __m512 vs = _mm512_set1_ps(last ? scale : 1.0f);
-#pragma GCC unroll 8
-  for (size_t r = 0; r < mr; r++) {
-    _mm512_mask_storeu_ps(s + r * lds, k0, _mm512_mul_ps(acc[r][0], vs));
-    _mm512_mask_storeu_ps(s + r * lds + 16, k1, _mm512_mul_ps(acc[r][1], vs));
-  }
 }
 
 AI void score_packed(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
@@ -123,7 +73,8 @@ AI void score_packed(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
       for (size_t i0 = 0; i0 < m; i0 += MR) {
         const float *qi = q + i0 * ldq + p0;
         float *si = s + i0 * lds + j0;
-#define TILE(r) tile(r, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale)
+#define TILE(r)                                                                \
+  sa_panel_tile(r, kc, qi, ldq, panel, si, lds, k0, k1, first, last, scale)
         SA_UNROLL_1_8(m - i0 < MR ? m - i0 : MR, TILE);
 #undef TILE
       }
