@@ -14,6 +14,27 @@
 
 #define SA_NEON_INLINE static inline __attribute__((always_inline))
 
+/* The score kernels' walk over an m x n tile: blocks of 4 rows, then single
+ * rows; within each, blocks of 4 keys, then single keys. TILE(mr, nr, i, j)
+ * is expanded for each block at row i and key j, mr and nr constants, so
+ * the tile body's accumulators stay in registers. */
+#define SA_NEON_SCORE_WALK(m, n, TILE)                                         \
+  do {                                                                         \
+    size_t i_ = 0, j_;                                                         \
+    for (; i_ + 4 <= (m); i_ += 4) {                                           \
+      for (j_ = 0; j_ + 4 <= (n); j_ += 4)                                     \
+        TILE(4, 4, i_, j_);                                                    \
+      for (; j_ < (n); j_++)                                                   \
+        TILE(4, 1, i_, j_);                                                    \
+    }                                                                          \
+    for (; i_ < (m); i_++) {                                                   \
+      for (j_ = 0; j_ + 4 <= (n); j_ += 4)                                     \
+        TILE(1, 4, i_, j_);                                                    \
+      for (; j_ < (n); j_++)                                                   \
+        TILE(1, 1, i_, j_);                                                    \
+    }                                                                          \
+  } while (0)
+
 /* The first r floats of p (0 < r < 4) in the low lanes; the others are pad. */
 SA_NEON_INLINE float32x4_t sa_neon_load_partial(const float *p, size_t r,
                                                 float pad) {

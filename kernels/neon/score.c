@@ -69,23 +69,9 @@ SA_NEON_INLINE void score_tile(size_t MR, size_t NR, size_t d, const float *q,
 void sa_score__neon(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                     const float *k, size_t ldk, float scale, float *s,
                     size_t lds) {
-  size_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    const float *qi = q + i * ldq;
-    float *si = s + i * lds;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4)
-      score_tile(4, 4, d, qi, ldq, k + j * ldk, ldk, scale, si + j, lds);
-    for (; j < n; j++)
-      score_tile(4, 1, d, qi, ldq, k + j * ldk, ldk, scale, si + j, lds);
-  }
-  for (; i < m; i++) {
-    const float *qi = q + i * ldq;
-    float *si = s + i * lds;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4)
-      score_tile(1, 4, d, qi, ldq, k + j * ldk, ldk, scale, si + j, lds);
-    for (; j < n; j++)
-      score_tile(1, 1, d, qi, ldq, k + j * ldk, ldk, scale, si + j, lds);
-  }
+#define TILE(mr, nr, i, j)                                                     \
+  score_tile(mr, nr, d, q + (i)*ldq, ldq, k + (j)*ldk, ldk, scale,             \
+             s + (i)*lds + (j), lds)
+  SA_NEON_SCORE_WALK(m, n, TILE);
+#undef TILE
 }

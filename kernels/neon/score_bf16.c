@@ -94,23 +94,9 @@ void sa_score_bf16_dp__neon(size_t m, size_t n, size_t d, const void *q,
                             size_t ldq, const void *k, size_t ldk, float scale,
                             float *s, size_t lds) {
   const uint16_t *qh = q, *kh = k;
-  size_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    const uint16_t *qi = qh + i * ldq;
-    float *si = s + i * lds;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4)
-      tile_bfdot(4, 4, d, qi, ldq, kh + j * ldk, ldk, scale, si + j, lds);
-    for (; j < n; j++)
-      tile_bfdot(4, 1, d, qi, ldq, kh + j * ldk, ldk, scale, si + j, lds);
-  }
-  for (; i < m; i++) {
-    const uint16_t *qi = qh + i * ldq;
-    float *si = s + i * lds;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4)
-      tile_bfdot(1, 4, d, qi, ldq, kh + j * ldk, ldk, scale, si + j, lds);
-    for (; j < n; j++)
-      tile_bfdot(1, 1, d, qi, ldq, kh + j * ldk, ldk, scale, si + j, lds);
-  }
+#define TILE(mr, nr, i, j)                                                     \
+  tile_bfdot(mr, nr, d, qh + (i)*ldq, ldq, kh + (j)*ldk, ldk, scale,           \
+             s + (i)*lds + (j), lds)
+  SA_NEON_SCORE_WALK(m, n, TILE);
+#undef TILE
 }

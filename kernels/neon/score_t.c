@@ -24,6 +24,7 @@
  * Summation order differs from the scalar oracle (4 partial sums per score,
  * fused multiply-add), within the d*eps*sum|qk| tolerance, as for f32.
  */
+#include "common.h"
 #include "dtype.h"
 #include "kernels.h"
 #include "widen.h"
@@ -145,25 +146,11 @@ SA_NEON_INLINE void tile_q8(size_t MR, size_t NR, size_t nb, const float *q,
 SA_NEON_INLINE void score_h(sa_dtype t, size_t m, size_t n, size_t d,
                             const float *q, size_t ldq, const uint16_t *k,
                             size_t ldk, float scale, float *s, size_t lds) {
-  size_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    const float *qi = q + i * ldq;
-    float *si = s + i * lds;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4)
-      tile_h(t, 4, 4, d, qi, ldq, k + j * ldk, ldk, scale, si + j, lds);
-    for (; j < n; j++)
-      tile_h(t, 4, 1, d, qi, ldq, k + j * ldk, ldk, scale, si + j, lds);
-  }
-  for (; i < m; i++) {
-    const float *qi = q + i * ldq;
-    float *si = s + i * lds;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4)
-      tile_h(t, 1, 4, d, qi, ldq, k + j * ldk, ldk, scale, si + j, lds);
-    for (; j < n; j++)
-      tile_h(t, 1, 1, d, qi, ldq, k + j * ldk, ldk, scale, si + j, lds);
-  }
+#define TILE(mr, nr, i, j)                                                     \
+  tile_h(t, mr, nr, d, q + (i)*ldq, ldq, k + (j)*ldk, ldk, scale,              \
+         s + (i)*lds + (j), lds)
+  SA_NEON_SCORE_WALK(m, n, TILE);
+#undef TILE
 }
 
 void sa_score_f16__neon(size_t m, size_t n, size_t d, const float *q,
@@ -183,23 +170,9 @@ void sa_score_q8_0__neon(size_t m, size_t n, size_t d, const float *q,
                          float *s, size_t lds) {
   const sa_block_q8_0 *kb = k;
   const size_t nb = d / SA_QK8_0;
-  size_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    const float *qi = q + i * ldq;
-    float *si = s + i * lds;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4)
-      tile_q8(4, 4, nb, qi, ldq, kb + j * ldk, ldk, scale, si + j, lds);
-    for (; j < n; j++)
-      tile_q8(4, 1, nb, qi, ldq, kb + j * ldk, ldk, scale, si + j, lds);
-  }
-  for (; i < m; i++) {
-    const float *qi = q + i * ldq;
-    float *si = s + i * lds;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4)
-      tile_q8(1, 4, nb, qi, ldq, kb + j * ldk, ldk, scale, si + j, lds);
-    for (; j < n; j++)
-      tile_q8(1, 1, nb, qi, ldq, kb + j * ldk, ldk, scale, si + j, lds);
-  }
+#define TILE(mr, nr, i, j)                                                     \
+  tile_q8(mr, nr, nb, q + (i)*ldq, ldq, kb + (j)*ldk, ldk, scale,              \
+          s + (i)*lds + (j), lds)
+  SA_NEON_SCORE_WALK(m, n, TILE);
+#undef TILE
 }
