@@ -308,21 +308,19 @@ sa_status sa_attention_workspace(const sa_context *ctx,
   return SA_OK;
 }
 
-/* Every type the plan uses has kernels in the set (all of ours do; a set
- * from an older table would not), and bf16 Q.K goes to score_bf16 where
- * the set has one. */
+/* The set has the slot each narrow tensor needs (every registered set
+ * fills them all; a NULL slot is a status, never a jump through NULL), and
+ * bf16 Q.K goes to score_bf16 where the set has one. */
 static sa_status plan_kernels(const sa_kernel_set *ks, sa_plan *p) {
-  const sa_dtype types[] = {p->q_type, p->k_type, p->v_type, p->o_type};
-  for (int t = 0; t < 4; t++)
-    if (types[t] != SA_F32 &&
-        (ks->struct_size < sizeof(sa_kernel_set) || !ks->to_f32[types[t]] ||
-         !ks->from_f32[types[t]] || (t == 1 && !ks->score_t[types[t]]) ||
-         (t == 2 && !ks->wsum_t[types[t]])))
-      return sa_fail(SA_ERR_UNSUPPORTED_ISA,
-                     "kernel set '%s' has no %s kernels", ks->name,
-                     sa_dtype_name(types[t]));
-  p->q_direct = p->q_type == SA_BF16 && p->k_type == SA_BF16 &&
-                ks->struct_size >= sizeof(sa_kernel_set) && ks->score_bf16;
+  if ((p->q_type != SA_F32 && !ks->to_f32[p->q_type]) ||
+      (p->k_type != SA_F32 && !ks->score_t[p->k_type]) ||
+      (p->v_type != SA_F32 && !ks->wsum_t[p->v_type]) ||
+      (p->o_type != SA_F32 && !ks->from_f32[p->o_type]))
+    return sa_fail(SA_ERR_UNSUPPORTED_ISA,
+                   "kernel set '%s' lacks a kernel for q %s, k %s, v %s, o %s",
+                   ks->name, sa_dtype_name(p->q_type), sa_dtype_name(p->k_type),
+                   sa_dtype_name(p->v_type), sa_dtype_name(p->o_type));
+  p->q_direct = p->q_type == SA_BF16 && p->k_type == SA_BF16 && ks->score_bf16;
   return SA_OK;
 }
 
