@@ -119,7 +119,7 @@ static double half_ulp(sa_dtype t) {
   return t == SA_F16 ? 0x1p-11 : t == SA_BF16 ? 0x1p-8 : U_F32;
 }
 
-static void run_case(const spec *s, const combo *c, int ci) {
+static void run_case(const spec *s, const combo *c) {
   sa_attention_desc d;
   sa_attention_desc_init(&d);
   d.batch = s->b;
@@ -274,7 +274,6 @@ static void run_case(const spec *s, const combo *c, int ci) {
             }
       CHECK(bad == 0, "%zu elements outside the bound; %s", bad, first);
     }
-  (void)ci;
   free(o32);
   free(o1);
   free(o3);
@@ -382,10 +381,10 @@ int main(void) {
   }
   for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++)
     for (size_t ci = 0; ci < NCOMBO; ci++)
-      run_case(&specs[si], &combos[ci], (int)ci);
+      run_case(&specs[si], &combos[ci]);
   for (size_t ci = 0; ci < NCOMBO; ci++)
     if (combos[ci].k != SA_Q8_0 && combos[ci].v != SA_Q8_0)
-      run_case(&odd, &combos[ci], (int)ci);
+      run_case(&odd, &combos[ci]);
   test_append();
   for (int i = 0; i < nsets; i++) {
     sa_context_destroy(ctx1[i]);
