@@ -10,13 +10,13 @@
  * repetitions, min_time, ...). scripts/compare.sh drives it for make compare.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "cpu_slug.h"
 
 #ifndef SA_BENCH_C_COMPILER
 #define SA_BENCH_C_COMPILER "unknown"
@@ -86,83 +86,6 @@ void sa_bench_timing(sa_bench *b) {
 
 /* ---------------------------------------------------------------- context */
 
-/* lowercase-dashes from the CPU model: "AMD EPYC 9654 96-Core Processor" ->
- * amd-epyc-9654. A model without any digit (hypervisors often hide it) gets
- * the microarchitecture from the CPUID family on AMD: amd-epyc-zen5. */
-static void cpu_slug(const char *model, char *out, size_t size) {
-  char buf[160];
-  size_t n = 0;
-  int digits = 0, dash = 1;
-  const char *end = strchr(model, '@');
-  for (const char *p = model; *p && p != end && n + 2 < sizeof buf; p++) {
-    if (*p == '(') { /* (R), (TM) */
-      const char *q = strchr(p, ')');
-      if (q && q - p <= 4) {
-        p = q;
-        continue;
-      }
-    }
-    if (isalnum((unsigned char)*p)) {
-      buf[n++] = (char)tolower((unsigned char)*p);
-      digits |= isdigit((unsigned char)*p) != 0;
-      dash = 0;
-    } else if (!dash) {
-      buf[n++] = '-';
-      dash = 1;
-    }
-  }
-  buf[n] = '\0';
-  /* drop filler words */
-  static const char *const drop[] = {"-processor", "-cpu", "-with-radeon"};
-  for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++) {
-    char *hit = strstr(buf, drop[i]);
-    if (hit && (!strcmp(drop[i], "-with-radeon") ||
-                hit[strlen(drop[i])] == '\0' || hit[strlen(drop[i])] == '-'))
-      memmove(hit, hit + strlen(drop[i]), strlen(hit + strlen(drop[i])) + 1);
-  }
-  char *core = strstr(buf, "-core"); /* "-96-core" */
-  if (core && (core[5] == '\0' || core[5] == '-')) {
-    char *s = core;
-    while (s > buf && isdigit((unsigned char)s[-1]))
-      s--;
-    if (s > buf && s[-1] == '-' && s < core)
-      memmove(s - 1, core + 5, strlen(core + 5) + 1);
-  }
-  n = strlen(buf);
-  while (n && buf[n - 1] == '-')
-    buf[--n] = '\0';
-  if (!n)
-    snprintf(buf, sizeof buf, "unknown-cpu");
-
-  const char *uarch = "";
-  FILE *f = digits ? NULL : fopen("/proc/cpuinfo", "r");
-  if (f) {
-    char line[256];
-    int amd = 0, fam = -1, mod = -1;
-    while (fgets(line, sizeof line, f)) {
-      if (!strncmp(line, "vendor_id", 9))
-        amd = strstr(line, "AuthenticAMD") != NULL;
-      else if (!strncmp(line, "cpu family", 10))
-        fam = atoi(strchr(line, ':') ? strchr(line, ':') + 1 : "-1");
-      else if (!strncmp(line, "model\t", 6) || !strncmp(line, "model ", 6))
-        mod = atoi(strchr(line, ':') ? strchr(line, ':') + 1 : "-1");
-      else if (line[0] == '\n')
-        break;
-    }
-    fclose(f);
-    if (amd && fam == 0x17)
-      uarch = mod < 0x30 ? "-zen" : "-zen2";
-    else if (amd && fam == 0x19)
-      uarch = ((mod >= 0x10 && mod < 0x20) || (mod >= 0x60 && mod < 0x80) ||
-               (mod >= 0xa0 && mod < 0xb0))
-                  ? "-zen4"
-                  : "-zen3";
-    else if (amd && fam == 0x1a)
-      uarch = "-zen5";
-  }
-  snprintf(out, size, "%s%s", buf, uarch);
-}
-
 typedef struct kv {
   char key[40];
   char value[512];
@@ -186,18 +109,11 @@ static void put(const char *key, const char *fmt, ...) {
 static void gather_context(void) {
   if (n_ctx)
     return;
-  char desc[512], slug[160];
-  sa_cpu_describe(desc, sizeof desc);
-  char *bar = strstr(desc, " | ");
-  const char *features = "baseline";
-  if (bar) {
-    *bar = '\0';
-    features = bar + 3;
-  }
-  cpu_slug(desc, slug, sizeof slug);
-  put("sa_cpu_model", "%s", desc);
-  put("sa_cpu_slug", "%s", slug);
-  put("sa_cpu_features", "%s", features);
+  sa_bench_cpu cpu;
+  sa_bench_cpu_name(&cpu);
+  put("sa_cpu_model", "%s", cpu.model);
+  put("sa_cpu_slug", "%s", cpu.slug);
+  put("sa_cpu_features", "%s", cpu.features);
   put("sa_compiler", "%s", SA_BENCH_C_COMPILER);
   put("sa_cflags", "%s (%s); ISA flags only in kernels/<isa>/",
       SA_BENCH_C_FLAGS, SA_BENCH_BUILD_TYPE);
