@@ -4,6 +4,8 @@
 #   make test           build (Release) and run the whole CTest suite
 #   make compare        build, benchmark every kernel set here, print + write results
 #   make compare QUICK=1  the same on a tiny suite (under 30 s); THREADS=n for n workers
+#   make accuracy       the accuracy table alone: every kernel set's error against
+#                       double precision, beside plain fp32 (QUICK=1: shorter rows)
 #   make test-aarch64   cross-build for AArch64 and run the suite under qemu
 #   make test-emulated  the suite on emulated x86 CPUs (AVX2-only, no AVX)
 #   make test-sanitize  the suite under AddressSanitizer+UBSan, then ThreadSanitizer
@@ -17,7 +19,7 @@ CTEST = ctest --output-on-failure -j$(JOBS)
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 VENV = build/venv
 
-.PHONY: all build test compare test-aarch64 test-emulated test-sanitize clean deps \
+.PHONY: all build test compare accuracy test-aarch64 test-emulated test-sanitize clean deps \
   test-python python-venv python-check
 
 all: build
@@ -58,6 +60,13 @@ compare:
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSA_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build build -j$(JOBS)
 	sh scripts/compare.sh $(if $(QUICK),--quick,) $(if $(THREADS),--threads $(THREADS),)
+
+# Builds only the library and bench/accuracy.c (no Google Benchmark needed) and
+# writes results/<cpu>/accuracy.{md,csv}; make compare runs the same program.
+accuracy: deps
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSA_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build build -j$(JOBS) --target simdattn_accuracy
+	build/bench/simdattn_accuracy $(if $(QUICK),--quick,)
 
 # Emulated x86 CPUs: the same binaries' suite under qemu-user. SIMDATTN_EXPECT_BEST
 # makes test_dispatch assert what detection must pick on that CPU.

@@ -7,6 +7,9 @@
 #   - bench.csv: the header and one line per benchmark
 #   - bench.md: the tables, and re-rendering bench.json gives the same text
 #   - bench.png: a PNG (signature bytes)
+#   - accuracy.csv: the documented header, a line for every case, kernel set
+#     this CPU runs and algorithm, every error finite and below 1e-2; and
+#     accuracy.md with its tables and a row for every set
 # Exits non-zero with the reasons otherwise.
 #
 # Usage: scripts/check_results.sh [--build DIR] [--out DIR] [--threads N]
@@ -112,6 +115,58 @@ elif ! python3 tools/render.py "$out/$tag.json" | cmp -s - "$out/$tag.md"; then
   bad "re-rendering $out/$tag.json does not reproduce $out/$tag.md"
 fi
 
+# The accuracy table (bench/accuracy.c): every runnable set, both algorithms,
+# every case the CSV names, and sane numbers.
+accuracy=$build/bench/simdattn_accuracy
+[ -x "$accuracy" ] || bad "$accuracy is missing"
+for f in accuracy.csv accuracy.md; do
+  [ -s "$out/$f" ] || bad "$out/$f is missing or empty"
+done
+if [ -x "$accuracy" ] && [ -s "$out/accuracy.csv" ]; then
+  acc_sets=$("$accuracy" --list | tr '\n' ' ')
+  python3 - "$out/accuracy.csv" "$acc_sets" <<'EOF' || fail=1
+import csv, math, sys
+path, sets = sys.argv[1], sys.argv[2].split()
+header = ("cpu,case,heads_q,heads_kv,len_q,len_kv,dim_qk,dim_v,mask,logit,set,"
+          "algorithm,max_abs_err,max_rel_err,plain_max_abs_err,"
+          "plain_max_rel_err,max_abs_ref").split(",")
+problems = []
+with open(path, newline="", encoding="utf-8") as f:
+    table = list(csv.reader(f))
+if not table or table[0] != header:
+    problems.append(f"{path}: header is not {','.join(header)}")
+    table = [header]
+rows = [dict(zip(header, r)) for r in table[1:]]
+cases = sorted({r["case"] for r in rows})
+if len(cases) < 6:
+    problems.append(f"{path}: only {len(cases)} cases ({', '.join(cases)})")
+seen = {(r["case"], r["set"], r["algorithm"]) for r in rows}
+for c in cases:
+    for s in sets:
+        for a in ("fused", "three_pass"):
+            if (c, s, a) not in seen:
+                problems.append(f"{path}: no line for case '{c}', set {s}, {a}")
+for r in rows:
+    for k in ("max_abs_err", "max_rel_err", "plain_max_abs_err",
+              "plain_max_rel_err"):
+        try:
+            v = float(r[k])
+        except ValueError:
+            v = math.nan
+        if not math.isfinite(v) or v < 0 or v >= 1e-2:
+            problems.append(f"{path}: {r['case']} {r['set']} {r['algorithm']}: "
+                            f"{k} = {r[k]}")
+for p in problems[:20]:
+    print(f"check_results: FAIL: {p}", file=sys.stderr)
+print(f"check_results: {path}: {len(rows)} lines, {len(cases)} cases")
+sys.exit(1 if problems else 0)
+EOF
+  grep -q '^| set | algorithm |' "$out/accuracy.md" || bad "$out/accuracy.md has no table"
+  for s in $acc_sets; do
+    grep -q "^| $s | fused |" "$out/accuracy.md" || bad "$out/accuracy.md has no row for $s"
+  done
+fi
+
 # PNG signature: 89 50 4E 47 0D 0A 1A 0A
 sig=$(head -c 8 "$out/$tag.png" | od -An -tx1 | tr -d ' \n')
 [ "$sig" = "89504e470d0a1a0a" ] || bad "$out/$tag.png is not a PNG (starts with $sig)"
@@ -119,4 +174,4 @@ sig=$(head -c 8 "$out/$tag.png" | od -An -tx1 | tr -d ' \n')
 if [ "$fail" != 0 ]; then
   exit 1
 fi
-echo "check_results: OK: $out/$tag.{json,csv,md,png}"
+echo "check_results: OK: $out/$tag.{json,csv,md,png} and $out/accuracy.{csv,md}"

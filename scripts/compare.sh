@@ -5,11 +5,14 @@
 #   bench.csv   one line per benchmark, every derived column
 #   bench.md    the table printed here
 #   bench.png   GFLOP/s per variant and shape (gnuplot)
-# With --threads N (N > 1) the files are bench-tN.*.
+#   accuracy.md, accuracy.csv  every set's error against double precision
+#               beside plain fp32 (bench/accuracy.c; `make accuracy` alone)
+# With --threads N (N > 1) the bench files are bench-tN.* (the accuracy
+# table does not depend on the thread count).
 #
 # Usage: scripts/compare.sh [--quick] [--threads N] [--reps N] [--min-time S]
 #                           [--filter REGEX] [--build DIR] [--out DIR]
-#   --quick      the tiny suite (under 30 s)
+#   --quick      the tiny suite (under 30 s), and the accuracy sweep's short rows
 #   --threads N  worker threads per context and for OpenBLAS (default 1)
 #   --reps N     repetitions per benchmark, the table shows the median (3)
 #   --min-time S minimum time per repetition, seconds (0.05; quick 0.01)
@@ -42,8 +45,9 @@ case "$threads" in ''|*[!0-9]*|0) echo "compare: --threads needs a positive numb
 case "$reps" in ''|*[!0-9]*|0) echo "compare: --reps needs a positive number" >&2; exit 2 ;; esac
 
 bin=$build/bench/simdattn_bench
-if [ ! -x "$bin" ]; then
-  echo "compare: $bin is missing. Build with Google Benchmark (libbenchmark-dev):" >&2
+accuracy=$build/bench/simdattn_accuracy
+if [ ! -x "$bin" ] || [ ! -x "$accuracy" ]; then
+  echo "compare: $bin or $accuracy is missing. Build with Google Benchmark (libbenchmark-dev):" >&2
   echo "  make compare   (or cmake -S . -B $build -DSA_BUILD_BENCH=ON && cmake --build $build)" >&2
   exit 1
 fi
@@ -71,7 +75,8 @@ tag=bench
 parts=$out/.parts-$tag
 rm -rf "$parts"
 # A failed run must not leave the previous run's files looking current.
-rm -f "$out/$tag.json" "$out/$tag.csv" "$out/$tag.md" "$out/$tag.png"
+rm -f "$out/$tag.json" "$out/$tag.csv" "$out/$tag.md" "$out/$tag.png" \
+  "$out/accuracy.md" "$out/accuracy.csv"
 mkdir -p "$parts"
 
 # The groups, in registration order: peak, kernel/<op>, attn/<shape>; each
@@ -166,7 +171,14 @@ python3 tools/render.py --out "$out/$tag" "$out/$tag.json" || {
   exit 1
 }
 echo
+acc_flag=""
+[ "$quick" = 1 ] && acc_flag=--quick
+"$accuracy" $acc_flag --out "$out" || {
+  echo "compare: the accuracy table failed (exit $?)" >&2
+  exit 1
+}
+echo
 echo "compare: $done_rows benchmarks in ${elapsed}s. Wrote $out/$tag.json (raw Google Benchmark JSON),"
-echo "  $out/$tag.csv, $out/$tag.md, $out/$tag.png."
+echo "  $out/$tag.csv, $out/$tag.md, $out/$tag.png, $out/accuracy.md, $out/accuracy.csv."
 echo "  Re-render or merge CPUs: python3 tools/render.py --out comparison results/*/$tag.json"
 rm -rf "$parts"
