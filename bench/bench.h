@@ -70,6 +70,11 @@ void sa_bench_fill(float *x, size_t n, uint64_t seed, float amp);
 /* The set every other set is checked against: the one that needs nothing
  * from the CPU (the scalar oracle). */
 const sa_kernel_set *sa_bench_oracle(void);
+/* Whether the bench times a set: this CPU runs it and it is not an accuracy
+ * reference (a negative priority, such as scalar-f64's: never chosen
+ * automatically, so its speed answers no one's question; its accuracy is in
+ * make compare's accuracy table). */
+int sa_bench_timed(const sa_kernel_set *ks);
 /* How rows are timed: the calling thread's CPU time with one thread (robust
  * on a shared machine), wall-clock time with several. Sets it on b. */
 void sa_bench_timing(sa_bench *b);

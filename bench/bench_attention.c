@@ -592,7 +592,7 @@ void sa_bench_register_attention(void) {
       add((int)si, oracle, algos[a]);
     for (size_t i = 0; i < sa_kernel_set_count(); i++) {
       const sa_kernel_set *ks = sa_kernel_set_at(i);
-      if (ks == oracle || !sa_kernel_set_supported(ks))
+      if (ks == oracle || !sa_bench_timed(ks))
         continue;
       for (size_t a = a0; a < 2; a++)
         add((int)si, ks, algos[a]);

@@ -156,7 +156,7 @@ void sa_bench_register_kernels(void) {
       for (size_t id = 0; id < (needs_d ? nd : 1); id++)
         for (size_t i = 0; i < sa_kernel_set_count(); i++) {
           const sa_kernel_set *ks = sa_kernel_set_at(i);
-          if (!sa_kernel_set_supported(ks))
+          if (!sa_bench_timed(ks))
             continue;
           add(ks, op, m, ns[in], needs_d ? ds[id] : 0);
         }

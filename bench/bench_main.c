@@ -75,6 +75,10 @@ const sa_kernel_set *sa_bench_oracle(void) {
   return sa_kernel_set_at(0);
 }
 
+int sa_bench_timed(const sa_kernel_set *ks) {
+  return sa_kernel_set_supported(ks) && ks->priority >= 0;
+}
+
 void sa_bench_timing(sa_bench *b) {
   /* One thread: the pool runs every task on the calling thread, so that
    * thread's CPU time is the cost, whatever else shares the machine (and
@@ -152,10 +156,12 @@ static void gather_context(void) {
             "thread (robust on a shared machine)");
   put("sa_suite", "%s", sa_bench_cfg.quick ? "quick" : "default");
 
-  char run[512] = "", skip[512] = "";
+  char run[512] = "", skip[512] = "", reference[512] = "";
   for (size_t i = 0; i < sa_kernel_set_count(); i++) {
     const sa_kernel_set *ks = sa_kernel_set_at(i);
-    char *dst = sa_kernel_set_supported(ks) ? run : skip;
+    char *dst = sa_bench_timed(ks)            ? run
+                : sa_kernel_set_supported(ks) ? reference
+                                              : skip;
     size_t len = strlen(dst);
     snprintf(dst + len, 512 - len, "%s%s", len ? " " : "", ks->name);
     char key[40];
@@ -165,6 +171,7 @@ static void gather_context(void) {
   put("sa_oracle", "%s", sa_bench_oracle()->name);
   put("sa_sets_run", "%s", run);
   put("sa_sets_skipped", "%s", skip[0] ? skip : "none");
+  put("sa_sets_reference", "%s", reference[0] ? reference : "none");
 }
 
 void sa_bench_add_run_context(void) {
@@ -265,7 +272,7 @@ int main(int argc, char **argv) {
           printf("%s\n", ctx_items[i].value);
     } else if (!strcmp(print, "sets")) {
       for (size_t i = 0; i < sa_kernel_set_count(); i++)
-        if (sa_kernel_set_supported(sa_kernel_set_at(i)))
+        if (sa_bench_timed(sa_kernel_set_at(i)))
           printf("%s\n", sa_kernel_set_at(i)->name);
 #ifdef SA_BENCH_HAVE_OPENBLAS
       printf("openblas\n");

@@ -28,15 +28,18 @@
 #define NARROW_AVX512 avx512
 #define NARROW_NEON neon
 
-/* The narrow-type slots of one ISA (kernels.h names them). */
-#define NARROW(isa) NARROW_SLOTS(isa)
-#define NARROW_SLOTS(isa)                                                      \
+/* The narrow-type slots of one ISA (kernels.h names them): its score_t and
+ * wsum_t kernels, and the conversions of `conv` (scalar-f64 uses scalar's). */
+#define NARROW(isa) NARROW_SLOTS(isa, isa)
+#define NARROW_SLOTS(isa, conv)                                                \
   .score_t = {[SA_F16] = sa_score_f16__##isa,                                  \
               [SA_BF16] = sa_score_bf16__##isa,                                \
               [SA_Q8_0] = sa_score_q8_0__##isa},                               \
   .wsum_t = {[SA_F16] = sa_wsum_f16__##isa,                                    \
              [SA_BF16] = sa_wsum_bf16__##isa,                                  \
              [SA_Q8_0] = sa_wsum_q8_0__##isa},                                 \
+  CONVERSIONS(conv)
+#define CONVERSIONS(isa)                                                       \
   .to_f32 = {[SA_F16] = sa_f16_to_f32__##isa,                                  \
              [SA_BF16] = sa_bf16_to_f32__##isa,                                \
              [SA_Q8_0] = sa_q8_0_to_f32__##isa},                               \
@@ -59,6 +62,17 @@ static const sa_kernel_set kernel_sets[] = {
      .softmax = sa_softmax__scalar, .softmax_online = sa_softmax_online__scalar,
      .wsum = sa_wsum__scalar, .score_mod = sa_score_mod__scalar,
      NARROW(scalar)},
+    /* Never chosen automatically (priority below scalar's): the set to hold
+     * the others to when the float oracle's own rounding matters. */
+    {SET, .name = "scalar-f64", .isa = "scalar", .exp_impl = "libm-double",
+     .about = "the scalar loops accumulating in double (dot products, exp, "
+              "row sums, P.V), each stored value rounded to float once; the "
+              "most accurate set",
+     .vector_bits = 0, .priority = -1, .cpu_features = 0,
+     .score = sa_score__scalar_f64, .softmax = sa_softmax__scalar_f64,
+     .softmax_online = sa_softmax_online__scalar_f64,
+     .wsum = sa_wsum__scalar_f64, .score_mod = sa_score_mod__scalar,
+     NARROW_SLOTS(scalar_f64, scalar)},
 #if SA_HAVE_AVX2
     {SET, .name = "avx2", .isa = "avx2", .exp_impl = "sleef-u10",
      .about = AVX2_BLOCKING "SLEEF expf8 u10 (1 ULP)", .vector_bits = 256,

@@ -272,7 +272,9 @@ typedef struct sa_kernel_set {
   const char *exp_impl;  /* how exp is computed: "libm", "sleef-u10", "poly" */
   const char *about;     /* one line: register blocking, exp accuracy */
   unsigned vector_bits;  /* 0 for scalar */
-  int priority;          /* the best runnable set has the highest priority */
+  int priority;          /* the best runnable set has the highest priority;
+                            below 0: never chosen automatically (scalar-f64,
+                            the accuracy reference) */
   uint64_t cpu_features; /* SA_CPU_* bits the CPU must have (C++20 reserves
                            "requires", its name before 0.2) */
   sa_score_fn score;

@@ -60,6 +60,18 @@ SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__scalar);
 SA_DECLARE_WSUM(sa_wsum__scalar);
 SA_DECLARE_SCORE_MOD(sa_score_mod__scalar);
 SA_DECLARE_NARROW(scalar);
+/* scalar-f64: the same loops with double accumulators and exp (the
+ * conversions are scalar's, which are exact or correctly rounded). */
+SA_DECLARE_SCORE(sa_score__scalar_f64);
+SA_DECLARE_SOFTMAX(sa_softmax__scalar_f64);
+SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__scalar_f64);
+SA_DECLARE_WSUM(sa_wsum__scalar_f64);
+SA_DECLARE_SCORE_T(sa_score_f16__scalar_f64);
+SA_DECLARE_SCORE_T(sa_score_bf16__scalar_f64);
+SA_DECLARE_SCORE_T(sa_score_q8_0__scalar_f64);
+SA_DECLARE_WSUM_T(sa_wsum_f16__scalar_f64);
+SA_DECLARE_WSUM_T(sa_wsum_bf16__scalar_f64);
+SA_DECLARE_WSUM_T(sa_wsum_q8_0__scalar_f64);
 
 /* avx2: AVX2 + FMA (+ F16C for f16), 8 lanes. */
 SA_DECLARE_SCORE(sa_score__avx2);

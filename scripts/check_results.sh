@@ -8,7 +8,8 @@
 #   - bench.md: the tables, and re-rendering bench.json gives the same text
 #   - bench.png: a PNG (signature bytes)
 #   - accuracy.csv: the documented header, a line for every case, kernel set
-#     this CPU runs and algorithm, every error finite and below 1e-2; and
+#     this CPU runs (reference sets included) and algorithm, every error
+#     finite and below 1e-2; and
 #     accuracy.md with its tables and a row for every set
 # Exits non-zero with the reasons otherwise.
 #

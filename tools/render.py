@@ -294,8 +294,12 @@ def header_lines(run):
     if mem:
         pl += f"; streaming read {mem[0].replace('read_', '')} {sig(mem[1])} GB/s"
     lines.append(pl)
-    lines.append(f"- Kernel sets run: {c.get('sa_sets_run', '?')}; "
+    sets_line = (f"- Kernel sets run: {c.get('sa_sets_run', '?')}; "
                  f"skipped (CPU lacks them): {c.get('sa_sets_skipped', '?')}")
+    if c.get("sa_sets_reference", "none") != "none":
+        sets_line += (f"; accuracy references, not timed: "
+                      f"{c['sa_sets_reference']} (see accuracy.md)")
+    lines.append(sets_line)
     lines.append(f"- Suite: {c.get('sa_suite', '?')}; date {c.get('date', '?')}; "
                  f"host {c.get('host_name', '?')}, {c.get('num_cpus', '?')} CPUs")
     return lines

@@ -9,38 +9,46 @@
  * caller's rescale of its accumulator is a no-op. Its max skipped any NaN
  * score, so l becomes NaN then: a NaN seen before the first finite score
  * must still poison the row, as it does in the three-pass softmax.
+ *
+ * scalar computes in float; scalar-f64 computes exp, the row sum and the
+ * update of l in double and rounds each stored value once. Both take exp of
+ * the float difference, as softmax.c says why.
  */
 #include <math.h>
 
 #include "kernels.h"
 
-void sa_softmax_online__scalar(size_t m, size_t n, float *s, size_t lds,
-                               const size_t *len, float *mx, float *l,
-                               float *alpha) {
-  for (size_t i = 0; i < m; i++) {
-    float *row = s + i * lds;
-    size_t valid = len ? (len[i] < n ? len[i] : n) : n;
-    float next = mx[i];
-    for (size_t j = 0; j < valid; j++)
-      next = row[j] > next ? row[j] : next;
-    if (next == -INFINITY) {
-      for (size_t j = 0; j < valid; j++)
-        if (row[j] != row[j])
-          l[i] = NAN;
-      for (size_t j = 0; j < n; j++)
-        row[j] = 0.0f;
-      alpha[i] = 1.0f;
-      continue;
-    }
-    float sum = 0.0f;
-    for (size_t j = 0; j < valid; j++) {
-      row[j] = expf(row[j] - next);
-      sum += row[j];
-    }
-    for (size_t j = valid; j < n; j++)
-      row[j] = 0.0f;
-    alpha[i] = expf(mx[i] - next);
-    l[i] = l[i] * alpha[i] + sum;
-    mx[i] = next;
+#define SCALAR_SOFTMAX_ONLINE(name, acc_t, exp_fn)                             \
+  SA_DECLARE_SOFTMAX_ONLINE(name) {                                            \
+    for (size_t i = 0; i < m; i++) {                                           \
+      float *row = s + i * lds;                                                \
+      size_t valid = len ? (len[i] < n ? len[i] : n) : n;                      \
+      float next = mx[i];                                                      \
+      for (size_t j = 0; j < valid; j++)                                       \
+        next = row[j] > next ? row[j] : next;                                  \
+      if (next == -INFINITY) {                                                 \
+        for (size_t j = 0; j < valid; j++)                                     \
+          if (row[j] != row[j])                                                \
+            l[i] = NAN;                                                        \
+        for (size_t j = 0; j < n; j++)                                         \
+          row[j] = 0.0f;                                                       \
+        alpha[i] = 1.0f;                                                       \
+        continue;                                                              \
+      }                                                                        \
+      acc_t sum = 0;                                                           \
+      for (size_t j = 0; j < valid; j++) {                                     \
+        acc_t e = exp_fn((acc_t)(row[j] - next));                              \
+        row[j] = (float)e;                                                     \
+        sum += e;                                                              \
+      }                                                                        \
+      for (size_t j = valid; j < n; j++)                                       \
+        row[j] = 0.0f;                                                         \
+      acc_t a = exp_fn((acc_t)(mx[i] - next));                                 \
+      alpha[i] = (float)a;                                                     \
+      l[i] = (float)(l[i] * a + sum);                                          \
+      mx[i] = next;                                                            \
+    }                                                                          \
   }
-}
+
+SCALAR_SOFTMAX_ONLINE(sa_softmax_online__scalar, float, expf)
+SCALAR_SOFTMAX_ONLINE(sa_softmax_online__scalar_f64, double, exp)
