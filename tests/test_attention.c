@@ -183,14 +183,7 @@ static void test_exact(void) {
 int main(void) {
   t_seed(3);
   const sa_kernel_set *sets[32];
-  int n = 0;
-  for (size_t i = 0; i < sa_kernel_set_count() && n < 32; i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (sa_kernel_set_supported(ks))
-      sets[n++] = ks;
-    else
-      printf("%-16s SKIPPED: this CPU lacks its features\n", ks->name);
-  }
+  int n = t_runnable_sets(sets, 32);
   test_exact();
   int bad_cases = 0, cases = 400;
   for (int id = 0; id < cases; id++)

@@ -6,7 +6,8 @@
  *
  * SIMDATTN_EXPECT_BEST=<name>: set by CI for each emulated CPU (avx2 under
  * qemu -cpu Haswell, scalar under -cpu qemu64, neon-bf16 under qemu-aarch64
- * -cpu max and neon under -cpu cortex-a72).
+ * -cpu max and neon under -cpu cortex-a72). SIMDATTN_REQUIRE_SETS, which
+ * every test enumerating sets reads (testing.h), names what must run there.
  */
 #include <pthread.h>
 
@@ -129,6 +130,8 @@ static void test_default_once(void) {
 }
 
 int main(void) {
+  const sa_kernel_set *sets[32];
+  t_runnable_sets(sets, 32);
   test_registry();
   test_detection();
   test_best();

@@ -365,20 +365,12 @@ int main(void) {
   CHECK(oracle != NULL, "the scalar oracle is always compiled");
   if (!oracle)
     return t_finish("test_kernels");
+  /* the oracle too: its own tails and guards count as well */
+  nsets = t_runnable_sets(sets, MAX_SETS);
   size_t w = 4;
-  int skipped = 0;
-  for (size_t i = 0; i < sa_kernel_set_count() && nsets < MAX_SETS; i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (!sa_kernel_set_supported(ks)) {
-      printf("%-16s SKIPPED: this CPU lacks its features\n", ks->name);
-      skipped++;
-      continue;
-    }
-    /* the oracle too: its own tails and guards count as well */
-    sets[nsets++] = ks;
-    if (ks->vector_bits / 32 > w)
-      w = ks->vector_bits / 32;
-  }
+  for (int i = 0; i < nsets; i++)
+    if (sets[i]->vector_bits / 32 > w)
+      w = sets[i]->vector_bits / 32;
   for (int i = 0; i < NPOOL; i++)
     pool[i] = g_alloc(POOL_FLOATS);
 
@@ -413,8 +405,6 @@ int main(void) {
   printf("score_mod: %ld kernel runs (distinct functions), m = 1..5, 8, 17, "
          "n = 1..%zu + random\n",
          score_mod_checked, top);
-  printf("kernel sets: %d tested, %d skipped (not runnable here)\n", nsets,
-         skipped);
   for (int i = 0; i < NPOOL; i++)
     g_free(&pool[i]);
   return t_finish("test_kernels");

@@ -217,16 +217,10 @@ static void wsum_case(sa_dtype t, size_t m, size_t n, size_t dv) {
 int main(void) {
   t_seed(14);
   oracle = sa_kernel_set_find("scalar");
+  nsets = t_runnable_sets(sets, MAX_SETS);
   size_t w = 4;
-  for (size_t i = 0; i < sa_kernel_set_count() && nsets < MAX_SETS; i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (!sa_kernel_set_supported(ks)) {
-      printf("%-16s SKIPPED: this CPU lacks its features\n", ks->name);
-      continue;
-    }
-    sets[nsets++] = ks;
-    w = ks->vector_bits / 32 > w ? ks->vector_bits / 32 : w;
-  }
+  for (int i = 0; i < nsets; i++)
+    w = sets[i]->vector_bits / 32 > w ? sets[i]->vector_bits / 32 : w;
   for (int i = 0; i < NPOOL; i++)
     pool[i] = g_alloc(POOL_FLOATS);
   /* sizes where tails live: 1 to 9, then around each multiple of W */
