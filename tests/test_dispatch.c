@@ -29,13 +29,16 @@ static void test_registry(void) {
           ks->name, ks->struct_size);
     CHECK(ks->score && ks->softmax && ks->softmax_online && ks->wsum,
           "%s has all four kernels", ks->name);
+    /* correctly rounded is 0.5; a set that forgot the field says 0 */
+    CHECK(ks->exp_ulps >= 0.5f && ks->exp_ulps < 4.0f,
+          "%s: exp_ulps %g is no exp's accuracy", ks->name, ks->exp_ulps);
     CHECK(sa_kernel_set_find(ks->name) == ks, "%s found by name", ks->name);
     for (size_t j = 0; j < i; j++) {
       CHECK(strcmp(ks->name, sa_kernel_set_at(j)->name) != 0, "dup name");
       CHECK(ks->priority != sa_kernel_set_at(j)->priority, "dup priority");
     }
-    printf("  %-16s isa=%-7s %3u-bit exp=%-9s %s\n", ks->name, ks->isa,
-           ks->vector_bits, ks->exp_impl,
+    printf("  %-16s isa=%-7s %3u-bit exp=%-9s (%.2f ULP) %s\n", ks->name,
+           ks->isa, ks->vector_bits, ks->exp_impl, ks->exp_ulps,
            sa_kernel_set_supported(ks) ? "runnable" : "not runnable here");
   }
 }
