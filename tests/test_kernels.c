@@ -2,8 +2,11 @@
  * Every kernel set in the registry that this CPU can run, against the scalar
  * oracle, kernel by kernel.
  *
- * Shapes: every m, n, d from 1 to 3W + 1 (W = the widest runnable set's
- * lanes), where tail bugs live, plus random larger ones. Every buffer ends at
+ * Shapes: m, n, d and dv at and around every runnable set's register tiles,
+ * vector steps, panel chunk (KC) and small-m cutoffs (tile_sizes.h, from
+ * the sets' own numbers), where tail and path bugs live, crossed with each
+ * other; softmax and score_mod rows around each vector step and unroll;
+ * plus random larger shapes. Every buffer ends at
  * a PROT_NONE page, so a kernel that reads or writes one float past a row's
  * end faults; row strides are sometimes wider than the row (the gap is NaN
  * and must stay NaN), and starts are sometimes one float off, so no
@@ -20,6 +23,7 @@
  */
 #include "kernels.h"
 #include "testing.h"
+#include "tile_sizes.h"
 
 #define MAX_SETS 16
 static const sa_kernel_set *oracle, *sets[MAX_SETS];
@@ -365,31 +369,39 @@ int main(void) {
     return t_finish("test_kernels");
   /* the oracle too: its own tails and guards count as well */
   nsets = t_runnable_sets(sets, MAX_SETS);
-  size_t w = 4;
-  for (int i = 0; i < nsets; i++)
-    if (sets[i]->vector_bits / 32 > w)
-      w = sets[i]->vector_bits / 32;
   for (int i = 0; i < NPOOL; i++)
     pool[i] = g_alloc(POOL_FLOATS);
+  const t_shapes sh = t_kernel_shapes(sets, nsets);
+  /* score's d past the panel chunks (kc) too: the GEMM path's chunks */
+  t_sizes sd = sh.d;
+  for (size_t c = 0; c < sh.kc.n; c++)
+    t_sizes_add(&sd, sh.kc.v[c]);
+  t_sizes_print("m", &sh.m);
+  t_sizes_print("n", &sh.n);
+  t_sizes_print("d", &sd);
+  t_sizes_print("dv", &sh.dv);
+  t_sizes_print("row", &sh.row);
 
-  size_t top = 3 * w + 1;
-  for (size_t m = 1; m <= top; m++)
-    for (size_t n = 1; n <= top; n++) {
-      for (size_t d = 1; d <= top; d++) {
-        score_case(m, n, d);
-        wsum_case(m, n, d);
-      }
-      softmax_case(m, n, 0);
-      softmax_case(m, n, 1);
+  long cases = 0;
+  for (size_t a = 0; a < sh.m.n; a++)
+    for (size_t b = 0; b < sh.n.n; b++) {
+      size_t m = sh.m.v[a], n = sh.n.v[b];
+      for (size_t c = 0; c < sd.n; c++, cases++)
+        score_case(m, n, sd.v[c]);
+      for (size_t c = 0; c < sh.dv.n; c++, cases++)
+        wsum_case(m, n, sh.dv.v[c]);
     }
-  static const size_t sm_rows[] = {1, 2, 3, 4, 5, 8, 17};
-  for (size_t mi = 0; mi < sizeof sm_rows / sizeof sm_rows[0]; mi++)
-    for (size_t n = 1; n <= top; n++)
-      score_mod_cases(sm_rows[mi], n);
+  for (size_t a = 0; a < sh.m.n; a++)
+    for (size_t b = 0; b < sh.row.n; b++, cases += 2) {
+      softmax_case(sh.m.v[a], sh.row.v[b], 0);
+      softmax_case(sh.m.v[a], sh.row.v[b], 1);
+      score_mod_cases(sh.m.v[a], sh.row.v[b]);
+    }
+  size_t longest = sh.row.v[sh.row.n - 1];
   for (int it = 0; it < 40; it++)
-    score_mod_cases(t_range(1, 20), t_range(top + 1, 700));
+    score_mod_cases(t_range(1, 20), t_range(longest + 1, 700));
   /* larger random shapes, including the realistic d = 64 and 128 */
-  for (int it = 0; it < 200; it++) {
+  for (int it = 0; it < 200; it++, cases += 3) {
     size_t m = t_range(1, 64), n = t_range(1, 700), d = t_range(1, 260);
     if (it % 4 == 0)
       d = it % 8 ? 64 : 128;
@@ -398,11 +410,11 @@ int main(void) {
     softmax_case(m, n, it & 1);
   }
   for (int s = 0; s < nsets; s++)
-    printf("%-16s tested (vector %u bits, exp %s), m, n, d = 1..%zu\n",
-           sets[s]->name, sets[s]->vector_bits, sets[s]->exp_impl, top);
-  printf("score_mod: %ld kernel runs (distinct functions), m = 1..5, 8, 17, "
-         "n = 1..%zu + random\n",
-         score_mod_checked, top);
+    printf("%-16s tested (vector %u bits, exp %s, %.2f ULP)\n", sets[s]->name,
+           sets[s]->vector_bits, sets[s]->exp_impl, sets[s]->exp_ulps);
+  printf("%ld score, wsum and softmax cases; score_mod: %ld kernel runs "
+         "(distinct functions)\n",
+         cases, score_mod_checked);
   for (int i = 0; i < NPOOL; i++)
     g_free(&pool[i]);
   return t_finish("test_kernels");
