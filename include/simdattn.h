@@ -292,6 +292,13 @@ typedef struct sa_kernel_set {
   /* Q and K both bf16 with bf16 dot-product instructions; NULL in sets
    * whose CPU has none (then Q is widened and score_t[SA_BF16] runs). */
   sa_score_qk_fn score_bf16;
+  /* --- 0.5 */
+  /* The largest error of this set's exp in ULP, as its code states it:
+   * libm's expf what glibc's states (0.502), SLEEF's u10 1, a polynomial
+   * what was measured for it.
+   * softmax's and softmax_online's accuracy follows from it (an ULP is at
+   * most 2^-23 of the value), and the tests hold each set to it. */
+  float exp_ulps;
 } sa_kernel_set;
 
 /* Every kernel set compiled into this library, runnable here or not. */

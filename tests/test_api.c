@@ -1018,13 +1018,7 @@ static void test_pinning(void) {
 
 int main(void) {
   t_seed(20);
-  for (size_t i = 0; i < sa_kernel_set_count() && nsets < 32; i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (sa_kernel_set_supported(ks))
-      sets[nsets++] = ks;
-    else
-      printf("%-16s SKIPPED: this CPU lacks its features\n", ks->name);
-  }
+  nsets = t_runnable_sets(sets, 32);
   CHECK(nsets > 0, "no runnable kernel set");
   if (nsets == 0)
     return t_finish("test_api");

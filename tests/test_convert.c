@@ -256,9 +256,7 @@ static void test_api(const float *x, size_t n) {
 
 int main(void) {
   t_seed(13);
-  for (size_t i = 0; i < sa_kernel_set_count() && nsets < MAX_SETS; i++)
-    if (sa_kernel_set_supported(sa_kernel_set_at(i)))
-      sets[nsets++] = sa_kernel_set_at(i);
+  nsets = t_runnable_sets(sets, MAX_SETS);
   size_t cap = 65536 * 7 + 0x7c00 * 8;
   float *x = malloc(cap * sizeof(float));
   size_t n = narrowing_inputs(x);

@@ -6,7 +6,8 @@
  *
  * SIMDATTN_EXPECT_BEST=<name>: set by CI for each emulated CPU (avx2 under
  * qemu -cpu Haswell, scalar under -cpu qemu64, neon-bf16 under qemu-aarch64
- * -cpu max and neon under -cpu cortex-a72).
+ * -cpu max and neon under -cpu cortex-a72). SIMDATTN_REQUIRE_SETS, which
+ * every test enumerating sets reads (testing.h), names what must run there.
  */
 #include <pthread.h>
 
@@ -28,13 +29,16 @@ static void test_registry(void) {
           ks->name, ks->struct_size);
     CHECK(ks->score && ks->softmax && ks->softmax_online && ks->wsum,
           "%s has all four kernels", ks->name);
+    /* correctly rounded is 0.5; a set that forgot the field says 0 */
+    CHECK(ks->exp_ulps >= 0.5f && ks->exp_ulps < 4.0f,
+          "%s: exp_ulps %g is no exp's accuracy", ks->name, ks->exp_ulps);
     CHECK(sa_kernel_set_find(ks->name) == ks, "%s found by name", ks->name);
     for (size_t j = 0; j < i; j++) {
       CHECK(strcmp(ks->name, sa_kernel_set_at(j)->name) != 0, "dup name");
       CHECK(ks->priority != sa_kernel_set_at(j)->priority, "dup priority");
     }
-    printf("  %-16s isa=%-7s %3u-bit exp=%-9s %s\n", ks->name, ks->isa,
-           ks->vector_bits, ks->exp_impl,
+    printf("  %-16s isa=%-7s %3u-bit exp=%-9s (%.2f ULP) %s\n", ks->name,
+           ks->isa, ks->vector_bits, ks->exp_impl, ks->exp_ulps,
            sa_kernel_set_supported(ks) ? "runnable" : "not runnable here");
   }
 }
@@ -68,23 +72,29 @@ static void test_detection(void) {
 #endif
 }
 
+/* What the header promises of the automatic choice, checked against each
+ * runnable set: it runs here, nothing runnable outranks it, its vectors are
+ * the widest, its exp the most accurate of its ISA. */
 static void test_best(void) {
   t_context = "best";
-  const sa_kernel_set *best = sa_kernel_set_best(), *want = NULL;
+  const sa_kernel_set *best = sa_kernel_set_best();
+  CHECK(best && sa_kernel_set_supported(best), "best %s is not runnable here",
+        best ? best->name : "(NULL)");
+  if (!best)
+    return;
   for (size_t i = 0; i < sa_kernel_set_count(); i++) {
     const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (sa_kernel_set_supported(ks) && (!want || ks->priority > want->priority))
-      want = ks;
+    if (!sa_kernel_set_supported(ks))
+      continue;
+    CHECK(ks->priority <= best->priority, "runnable %s outranks best %s",
+          ks->name, best->name);
+    CHECK(ks->vector_bits <= best->vector_bits, "%s is wider than %s", ks->name,
+          best->name);
+    if (strcmp(ks->isa, best->isa) == 0)
+      CHECK(best->exp_ulps <= ks->exp_ulps,
+            "best %s's exp (%g ULP) is less accurate than %s's (%g)",
+            best->name, best->exp_ulps, ks->name, ks->exp_ulps);
   }
-  CHECK(best == want, "best is the highest-priority runnable set");
-  /* the widest runnable vectors win, and the accurate exp within an ISA */
-  for (size_t i = 0; i < sa_kernel_set_count(); i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (sa_kernel_set_supported(ks))
-      CHECK(ks->vector_bits <= best->vector_bits, "%s is wider than %s",
-            ks->name, best->name);
-  }
-  CHECK(strcmp(best->exp_impl, "poly") != 0, "default exp is the accurate one");
   const char *expect = getenv("SIMDATTN_EXPECT_BEST");
   if (expect && expect[0]) {
     CHECK(strcmp(best->name, expect) == 0, "best is %s, CI expects %s",
@@ -129,6 +139,8 @@ static void test_default_once(void) {
 }
 
 int main(void) {
+  const sa_kernel_set *sets[32];
+  t_runnable_sets(sets, 32);
   test_registry();
   test_detection();
   test_best();

@@ -368,16 +368,12 @@ static void test_append(void) {
 
 int main(void) {
   t_seed(15);
-  for (size_t i = 0; i < sa_kernel_set_count() && nsets < MAX_SETS; i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (!sa_kernel_set_supported(ks))
-      continue;
-    sets[nsets] = ks;
-    ctx1[nsets] = t_context_new(ks->name, 1, SA_PIN_NONE, 16, 32);
-    ctx3[nsets] = t_context_new(ks->name, 3, SA_PIN_NONE, 16, 32);
-    if (!ctx1[nsets] || !ctx3[nsets])
+  nsets = t_runnable_sets(sets, MAX_SETS);
+  for (int i = 0; i < nsets; i++) {
+    ctx1[i] = t_context_new(sets[i]->name, 1, SA_PIN_NONE, 16, 32);
+    ctx3[i] = t_context_new(sets[i]->name, 3, SA_PIN_NONE, 16, 32);
+    if (!ctx1[i] || !ctx3[i])
       return t_finish("test_dtypes");
-    nsets++;
   }
   for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++)
     for (size_t ci = 0; ci < NCOMBO; ci++)

@@ -980,18 +980,11 @@ static void test_merge_one(void) {
 
 int main(void) {
   t_seed(0x300);
-  for (size_t i = 0; i < sa_kernel_set_count() && nsets < MAX_SETS; i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (sa_kernel_set_supported(ks))
-      sets[nsets++] = ks;
-    else
-      printf("%-16s SKIPPED: this CPU lacks its features\n", ks->name);
-  }
+  nsets = t_runnable_sets(sets, MAX_SETS);
   for (int s = 0; s < nsets; s++)
     for (int v = 0; v < N_VARIANTS; v++)
       ctxs[s][v] = t_context_new(sets[s]->name, 1, SA_PIN_NONE, variant_bq[v],
                                  variant_bkv[v]);
-  printf("%d of %zu kernel sets run here\n", nsets, sa_kernel_set_count());
   test_alibi_slopes();
   test_merge_one();
   test_alone();

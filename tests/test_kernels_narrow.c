@@ -3,9 +3,11 @@
  * f16, bf16 and q8_0; score_bf16 where a set has it) against the scalar
  * oracle's, on the same rounded inputs.
  *
- * Shapes: m, n and d (dv) each from 1 to 9 and around W, 2W and 3W (W the
- * widest runnable set's lanes), where tails live; d 32, 64, 96 for q8_0;
- * plus random larger ones. Every narrow matrix ends at a PROT_NONE page, rows
+ * Shapes: m, n, d and dv at and around every runnable set's register tiles,
+ * vector steps, panel chunks (KC: score_t's, score_bf16's) and small-m
+ * cutoffs (tile_sizes.h), crossed; for q8_0 each d rounded up to whole
+ * blocks; plus random larger ones. Every narrow matrix ends at a PROT_NONE
+ * page, rows
  * are sometimes wider than their data (the gap holds a pattern that would show
  * as garbage if read), outputs' gaps are NaN and must stay NaN.
  *
@@ -19,6 +21,7 @@
 #include "dtype.h"
 #include "kernels.h"
 #include "testing.h"
+#include "tile_sizes.h"
 
 #define MAX_SETS 16
 static const sa_kernel_set *oracle, *sets[MAX_SETS];
@@ -217,43 +220,35 @@ static void wsum_case(sa_dtype t, size_t m, size_t n, size_t dv) {
 int main(void) {
   t_seed(14);
   oracle = sa_kernel_set_find("scalar");
-  size_t w = 4;
-  for (size_t i = 0; i < sa_kernel_set_count() && nsets < MAX_SETS; i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (!sa_kernel_set_supported(ks)) {
-      printf("%-16s SKIPPED: this CPU lacks its features\n", ks->name);
-      continue;
-    }
-    sets[nsets++] = ks;
-    w = ks->vector_bits / 32 > w ? ks->vector_bits / 32 : w;
-  }
+  nsets = t_runnable_sets(sets, MAX_SETS);
   for (int i = 0; i < NPOOL; i++)
     pool[i] = g_alloc(POOL_FLOATS);
-  /* sizes where tails live: 1 to 9, then around each multiple of W */
-  size_t sz[24], nsz = 0;
-  for (size_t x = 1; x <= 9; x++)
-    sz[nsz++] = x;
-  for (size_t k = 1; k <= 3; k++)
-    for (size_t x = k * w - 1; x <= k * w + 1; x++)
-      if (x > 9)
-        sz[nsz++] = x;
-  static const size_t qdims[] = {32, 64, 96};
+  const t_shapes sh = t_kernel_shapes(sets, nsets);
+  /* score's d past the panel chunks (kc) too: the GEMM path's chunks; q8_0
+   * takes whole blocks, so there each size is rounded up to one */
+  t_sizes sd = sh.d, qd = {0}, qdv = {0};
+  for (size_t c = 0; c < sh.kc.n; c++)
+    t_sizes_add(&sd, sh.kc.v[c]);
+  for (size_t c = 0; c < sd.n; c++)
+    t_sizes_add(&qd, (sd.v[c] + SA_QK8_0 - 1) / SA_QK8_0 * SA_QK8_0);
+  for (size_t c = 0; c < sh.dv.n; c++)
+    t_sizes_add(&qdv, (sh.dv.v[c] + SA_QK8_0 - 1) / SA_QK8_0 * SA_QK8_0);
+  t_sizes_print("m", &sh.m);
+  t_sizes_print("n", &sh.n);
+  t_sizes_print("d", &sd);
+  t_sizes_print("dv", &sh.dv);
+  t_sizes_print("q8 d", &qd);
+  t_sizes_print("q8 dv", &qdv);
   for (int ti = 0; ti < 3; ti++) {
     sa_dtype t = types[ti];
-    for (size_t a = 0; a < nsz; a++)
-      for (size_t b = 0; b < nsz; b++) {
-        size_t m = sz[a], n = sz[b];
-        if (t == SA_Q8_0) {
-          for (int di = 0; di < 3; di++) {
-            score_case(t, m, n, qdims[di]);
-            wsum_case(t, m, n, qdims[di]);
-          }
-          continue;
-        }
-        for (size_t c = 0; c < nsz; c++) {
-          score_case(t, m, n, sz[c]);
-          wsum_case(t, m, n, sz[c]);
-        }
+    const t_sizes *ds = t == SA_Q8_0 ? &qd : &sd;
+    const t_sizes *dvs = t == SA_Q8_0 ? &qdv : &sh.dv;
+    for (size_t a = 0; a < sh.m.n; a++)
+      for (size_t b = 0; b < sh.n.n; b++) {
+        for (size_t c = 0; c < ds->n; c++)
+          score_case(t, sh.m.v[a], sh.n.v[b], ds->v[c]);
+        for (size_t c = 0; c < dvs->n; c++)
+          wsum_case(t, sh.m.v[a], sh.n.v[b], dvs->v[c]);
       }
     for (int it = 0; it < 60; it++) {
       size_t m = t_range(1, 64), n = t_range(1, 300);

@@ -38,7 +38,7 @@
 #define UNUSED_STRIDE ((size_t)1 << 36)
 
 static const sa_kernel_set *sets[MAX_SETS];
-static int nsets, nskipped;
+static int nsets;
 static sa_context *ctxs[MAX_SETS][N_VAR];
 static const size_t var_bq[N_VAR] = {4, 5, 16, 0};
 static const size_t var_bkv[N_VAR] = {8, 13, 16, 0};
@@ -1199,21 +1199,11 @@ static void test_threads(void) {
 
 int main(void) {
   t_seed(0x3a9e);
-  for (size_t i = 0; i < sa_kernel_set_count() && nsets < MAX_SETS; i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (sa_kernel_set_supported(ks))
-      sets[nsets++] = ks;
-    else {
-      nskipped++;
-      printf("%-16s SKIPPED: this CPU lacks its features\n", ks->name);
-    }
-  }
+  nsets = t_runnable_sets(sets, MAX_SETS);
   for (int s = 0; s < nsets; s++)
     for (int v = 0; v < N_VAR; v++)
       ctxs[s][v] =
           t_context_new(sets[s]->name, 1, SA_PIN_NONE, var_bq[v], var_bkv[v]);
-  printf("%d of %zu kernel sets run here, %d skipped\n", nsets,
-         sa_kernel_set_count(), nskipped);
   test_varlen();
   test_paged();
   test_kv_append();

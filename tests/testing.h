@@ -110,6 +110,51 @@ static inline void g_free(guarded *g) {
   g->p = NULL;
 }
 
+/* ---------------------------------------------------------- kernel sets */
+
+/*
+ * Every registry set this CPU runs, in registry order, into sets[max]; the
+ * others are printed as SKIPPED and counted, never dropped silently.
+ * SIMDATTN_REQUIRE_SETS="avx2,avx2-polyexp" (CI sets it per emulated CPU)
+ * names sets that must be among them: one not compiled in or not runnable
+ * here is a failed check, so a runner that lacks AVX-512 without anyone
+ * noticing cannot pass as one that has it.
+ */
+static inline int t_runnable_sets(const sa_kernel_set **sets, int max) {
+  const char *saved = t_context;
+  t_context = "kernel sets";
+  int n = 0, skipped = 0;
+  for (size_t i = 0; i < sa_kernel_set_count(); i++) {
+    const sa_kernel_set *ks = sa_kernel_set_at(i);
+    if (!sa_kernel_set_supported(ks)) {
+      printf("%-16s SKIPPED: this CPU lacks its features\n", ks->name);
+      skipped++;
+      continue;
+    }
+    CHECK(n < max, "%s: more runnable sets than the test's %d", ks->name, max);
+    if (n < max)
+      sets[n++] = ks;
+  }
+  printf("kernel sets: %d runnable here, %d skipped\n", n, skipped);
+  const char *req = getenv("SIMDATTN_REQUIRE_SETS");
+  for (const char *p = req ? req : ""; *p;) {
+    size_t len = strcspn(p, ", \t");
+    if (len > 0) {
+      char name[64];
+      snprintf(name, sizeof name, "%.*s", (int)len, p);
+      const sa_kernel_set *ks = sa_kernel_set_find(name);
+      CHECK(ks && sa_kernel_set_supported(ks),
+            "SIMDATTN_REQUIRE_SETS: %s is %s", name,
+            ks ? "not runnable on this CPU" : "not compiled in");
+    }
+    p += len + (p[len] != '\0');
+  }
+  if (req && req[0])
+    printf("kernel sets required by SIMDATTN_REQUIRE_SETS: %s\n", req);
+  t_context = saved;
+  return n;
+}
+
 /* ------------------------------------------------------------- contexts */
 
 /* A context with these settings (isa NULL: the default set; 0: defaults),

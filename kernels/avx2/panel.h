@@ -10,9 +10,10 @@
 #include <immintrin.h>
 #include <stddef.h>
 
+#include "tiles.h"
 #include "util.h"
 
-enum { SA_PANEL_MR = 6, SA_PANEL_NR = 16 };
+enum { SA_PANEL_MR = SA_AVX2_MR, SA_PANEL_NR = SA_AVX2_NR };
 
 /* r[a]: values p..p+7 of key a -> dst[p' * SA_PANEL_NR + a] for the 8
  * values p' (8 panel rows of 8 keys). r is used as scratch. */

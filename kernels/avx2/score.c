@@ -37,11 +37,12 @@
 
 #include "kernels.h"
 #include "panel.h"
+#include "tiles.h"
 #include "unroll.h"
 #include "util.h"
 
-enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = 256 };
-enum { DOTS_M = 8, DM = 4, DN = 3, PF = 8 };
+enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX2_KC };
+enum { DOTS_M = SA_AVX2_DOTS_M, DM = SA_AVX2_DM, DN = SA_AVX2_DN, PF = 8 };
 
 /* 8 keys x 8 values of d -> 8 panel rows of 8 keys. Keys at or past nk and
  * values at or past np are read as 0 without touching memory. */
@@ -192,8 +193,8 @@ score_dots(size_t dn, size_t m, size_t n, size_t d, const float *q, size_t ldq,
 void sa_score__avx2(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                     const float *k, size_t ldk, float scale, float *s,
                     size_t lds) {
-  if (m <= 2)
-    score_dots(4, m, n, d, q, ldq, k, ldk, scale, s, lds);
+  if (m <= SA_AVX2_DOTS_M_WIDE)
+    score_dots(SA_AVX2_DN_WIDE, m, n, d, q, ldq, k, ldk, scale, s, lds);
   else if (m <= DOTS_M)
     score_dots(DN, m, n, d, q, ldq, k, ldk, scale, s, lds);
   else

@@ -32,12 +32,13 @@
 
 #include "kernels.h"
 #include "panel.h"
+#include "tiles.h"
 #include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
-enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = 256 };
-enum { DOTS_M = 8, DM = 4, DN = 3, PF = 16 };
+enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX2_KC };
+enum { DOTS_M = SA_AVX2_DOTS_M, DM = SA_AVX2_DM, DN = SA_AVX2_DN, PF = 16 };
 
 /* 8 keys x 8 values of d from element p -> 8 panel rows of 8 keys. Keys at
  * or past nk and values at or past np are 0 without touching memory. */
@@ -220,8 +221,9 @@ SA_INLINE void score_t(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
   /* d = 0 has no row for the dots to prefetch the end of */
   if (d == 0 || m > DOTS_M)
     score_packed(t, m, n, d, q, ldq, kb, ldb, scale, s, lds);
-  else if (m <= 2)
-    score_dots(t, 4, m, n, d, q, ldq, kb, ldb, rowb, scale, s, lds);
+  else if (m <= SA_AVX2_DOTS_M_WIDE)
+    score_dots(t, SA_AVX2_DN_WIDE, m, n, d, q, ldq, kb, ldb, rowb, scale, s,
+               lds);
   else
     score_dots(t, DN, m, n, d, q, ldq, kb, ldb, rowb, scale, s, lds);
 }

@@ -25,10 +25,11 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "tiles.h"
 #include "unroll.h"
 #include "util.h"
 
-enum { MR = 6, NV = 2, PF = 8 };
+enum { MR = SA_AVX2_WSUM_MR, NV = SA_AVX2_WSUM_NV, PF = 8 };
 
 static inline __attribute__((always_inline)) __m256 load(const float *x,
                                                          size_t cols) {

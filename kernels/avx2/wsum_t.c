@@ -25,11 +25,12 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "tiles.h"
 #include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
-enum { MR = 6, NV = 2, PF = 16 };
+enum { MR = SA_AVX2_WSUM_MR, NV = SA_AVX2_WSUM_NV, PF = 16 };
 
 SA_INLINE __m256 load(const float *x, size_t cols) {
   return cols == 8 ? _mm256_loadu_ps(x) : sa_load8_part(x, cols);

@@ -10,7 +10,9 @@
 #include <immintrin.h>
 #include <stddef.h>
 
-enum { SA_PANEL_MR = 8, SA_PANEL_NR = 32 };
+#include "tiles.h"
+
+enum { SA_PANEL_MR = SA_AVX512_MR, SA_PANEL_NR = SA_AVX512_NR };
 
 /* r[a]: values p..p+15 of key a -> dst[p' * SA_PANEL_NR + a] for the 16
  * values p' (16 panel rows of 16 keys). r is used as scratch. */

@@ -32,11 +32,13 @@
 
 #include "kernels.h"
 #include "panel.h"
+#include "tiles.h"
 #include "unroll.h"
 #include "util.h"
 
-enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = 256 };
-enum { DOTS_M = 16, DM = 4, DN = 4, PF = 8 };
+enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX512_KC };
+enum { DOTS_M = SA_AVX512_DOTS_M, DM = SA_AVX512_DM, DN = SA_AVX512_DN };
+enum { PF = 8 };
 
 /* 16 keys x 16 values of d -> 16 panel rows of 16 keys. Keys at or past nk
  * and values at or past np are read as 0 without touching memory. */

@@ -31,15 +31,17 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "tiles.h"
 #include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
-enum { MR = 8, NR = 32, KC = 512 }; /* KC in values: KC / 2 panel rows */
+/* KC in values: KC / 2 panel rows */
+enum { MR = SA_AVX512_BF16_MR, NR = SA_AVX512_BF16_NR, KC = SA_AVX512_BF16_KC };
 /* The pair GEMM overtakes the dots sooner than score.c's (at m = 8 in cache,
  * n = 256, d = 128, Zen 5: 1.25x); up to 8 rows, the GQA groups of decode
  * that stream K from memory, the dots keep reading K at full bandwidth. */
-enum { DOTS_M = 8, DM = 4, DN = 4, PF = 8 };
+enum { DOTS_M = SA_AVX512_BF16_DOTS_M, DM = 4, DN = 4, PF = 8 };
 
 #define AI static inline __attribute__((always_inline))
 

@@ -29,12 +29,14 @@
 
 #include "kernels.h"
 #include "panel.h"
+#include "tiles.h"
 #include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
-enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = 256 };
-enum { DOTS_M = 16, DM = 4, DN = 4, PF = 16 };
+enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX512_KC };
+enum { DOTS_M = SA_AVX512_DOTS_M, DM = SA_AVX512_DM, DN = SA_AVX512_DN };
+enum { PF = 16 };
 
 #define AI static inline __attribute__((always_inline))
 

@@ -21,10 +21,11 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "tiles.h"
 #include "unroll.h"
 #include "util.h"
 
-enum { MR = 8, NV = 2, PF = 8 };
+enum { MR = SA_AVX512_WSUM_MR, NV = SA_AVX512_WSUM_NV, PF = 8 };
 
 /* pf > 0: also prefetch pf floats of the row PF further on. mr is a constant
  * at every call, so acc lives in registers. */

@@ -21,11 +21,12 @@
 #include <immintrin.h>
 
 #include "kernels.h"
+#include "tiles.h"
 #include "unroll.h"
 #include "util.h"
 #include "widen.h"
 
-enum { MR = 8, NV = 2, PF = 8 };
+enum { MR = SA_AVX512_WSUM_MR, NV = SA_AVX512_WSUM_NV, PF = 8 };
 
 #define AI static inline __attribute__((always_inline))
 

@@ -1,0 +1,26 @@
+/*
+ * The AVX2 kernels' blocking, stated once: score.c, score_t.c, panel.h,
+ * wsum.c and wsum_t.c take their tile sizes and path cutoffs from here, and
+ * dispatch/tiles.c reports them to the kernel tests, which sweep shapes
+ * around them (tails and path switches are where the bugs are), so a
+ * retuned tile moves the tests with it. Plain C: dispatch/ includes it
+ * without AVX flags.
+ */
+#ifndef SA_AVX2_TILES_H
+#define SA_AVX2_TILES_H
+
+enum {
+  SA_AVX2_LANES = 8,  /* floats per ymm vector */
+  SA_AVX2_MR = 6,     /* score's GEMM tile: rows x keys of the Kᵀ panel */
+  SA_AVX2_NR = 16,    /*   (12 accumulators of 16 ymm) */
+  SA_AVX2_KC = 256,   /* d per panel chunk (16 KiB of stack) */
+  SA_AVX2_DOTS_M = 8, /* score and score_t: dot products for m <= this, */
+  SA_AVX2_DM = 4,     /*   DM rows x DN keys a block, */
+  SA_AVX2_DN = 3,
+  SA_AVX2_DOTS_M_WIDE = 2, /*   DN_WIDE keys for m <= this */
+  SA_AVX2_DN_WIDE = 4,
+  SA_AVX2_WSUM_MR = 6, /* wsum and wsum_t: rows x vectors of columns */
+  SA_AVX2_WSUM_NV = 2,
+};
+
+#endif /* SA_AVX2_TILES_H */

@@ -1,0 +1,28 @@
+/*
+ * The AVX-512 kernels' blocking, stated once: score.c, score_t.c,
+ * score_bf16.c, panel.h, wsum.c and wsum_t.c take their tile sizes and path
+ * cutoffs from here, and dispatch/tiles.c reports them to the kernel tests,
+ * which sweep shapes around them (tails and path switches are where the
+ * bugs are), so a retuned tile moves the tests with it. Plain C:
+ * dispatch/ includes it without AVX-512 flags.
+ */
+#ifndef SA_AVX512_TILES_H
+#define SA_AVX512_TILES_H
+
+enum {
+  SA_AVX512_LANES = 16,  /* floats per zmm vector */
+  SA_AVX512_MR = 8,      /* score's GEMM tile: rows x keys of the Kᵀ panel */
+  SA_AVX512_NR = 32,     /*   (16 accumulators of 32 zmm) */
+  SA_AVX512_KC = 256,    /* d per panel chunk (32 KiB of stack) */
+  SA_AVX512_DOTS_M = 16, /* score and score_t: dot products for m <= this, */
+  SA_AVX512_DM = 4,      /*   DM rows x DN keys a block */
+  SA_AVX512_DN = 4,
+  SA_AVX512_BF16_MR = 8, /* score_bf16 (vdpbf16ps): its GEMM tile, */
+  SA_AVX512_BF16_NR = 32,
+  SA_AVX512_BF16_KC = 512,   /*   values of d per chunk (pairs: 256 rows), */
+  SA_AVX512_BF16_DOTS_M = 8, /*   dot products for m <= this */
+  SA_AVX512_WSUM_MR = 8,     /* wsum and wsum_t: rows x vectors of columns */
+  SA_AVX512_WSUM_NV = 2,
+};
+
+#endif /* SA_AVX512_TILES_H */
