@@ -54,6 +54,9 @@
 /* C promises nothing of expf; glibc's states 0.502 and measured 0.5016 on
  * every float of [-104, 89] (2.36, x86-64) */
 #define LIBM_ULPS 0.502
+/* scalar-f64: glibc's exp in double (under 1 double ULP), rounded to float
+ * once: half a float ULP and 2^-29 of one */
+#define LIBM_DOUBLE_ULPS 0.501
 #define SLEEF_U10_ULPS 1    /* SLEEF's u10 entry points */
 #define POLY_X86_ULPS 1.01  /* kernels/avx2|avx512/exp_poly.h, measured */
 #define POLY_NEON_ULPS 1.26 /* kernels/neon/exp_poly.h: 1.251 measured */
@@ -82,6 +85,7 @@ static const sa_kernel_set kernel_sets[] = {
     /* Never chosen automatically (priority below scalar's): the set to hold
      * the others to when the float oracle's own rounding matters. */
     {SET, .name = "scalar-f64", .isa = "scalar", .exp_impl = "libm-double",
+     .exp_ulps = LIBM_DOUBLE_ULPS,
      .about = "the scalar loops accumulating in double (dot products, exp, "
               "row sums, P.V), each stored value rounded to float once; the "
               "most accurate set",
