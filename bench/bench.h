@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gbench_shim.h"
+#include "bench/gbench_shim.h"
 #include "simdattn.h"
 
 typedef struct sa_bench_config {

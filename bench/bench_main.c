@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "cpu_slug.h"
+#include "bench/bench.h"
+#include "bench/cpu_slug.h"
 
 #ifndef SA_BENCH_C_COMPILER
 #define SA_BENCH_C_COMPILER "unknown"

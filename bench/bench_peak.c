@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 
 uint64_t sa_peak_fma__scalar(uint64_t reps, float *sink);
 uint64_t sa_peak_fma__avx2(uint64_t reps, float *sink);

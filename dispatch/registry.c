@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "env.h"
-#include "errors.h"
-#include "kernels.h"
+#include "core/env.h"
+#include "core/errors.h"
+#include "kernels/kernels.h"
 
 #define SA_X86_AVX2 (SA_CPU_AVX | SA_CPU_AVX2 | SA_CPU_FMA | SA_CPU_F16C)
 #define SA_X86_AVX512                                                          \

@@ -13,7 +13,7 @@
  * layout leaves between output rows must still be NaN afterwards, and every
  * output element must have been written.
  */
-#include "testing.h"
+#include "tests/testing.h"
 
 static t_layout make_layout(int kind, size_t b, size_t h, size_t l, size_t d) {
   return t_make_layout(kind, b, h, l, d, kind == 2 ? t_range(1, 3) : 0);

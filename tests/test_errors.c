@@ -6,7 +6,7 @@
  */
 #include <stdint.h>
 
-#include "testing.h"
+#include "tests/testing.h"
 
 #define L 4
 #define D 8

@@ -17,8 +17,8 @@
  * sum of their error bounds; the bounds are the ones test_scalar_kernels
  * proves for the oracle, with the set's exp accuracy (ULPs) plugged in.
  */
-#include "kernels.h"
-#include "testing.h"
+#include "kernels/kernels.h"
+#include "tests/testing.h"
 
 #define MAX_SETS 16
 static const sa_kernel_set *oracle, *sets[MAX_SETS];

@@ -21,12 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errors.h"
-#include "fork.h"
-#include "fpenv.h"
-#include "pin.h"
-#include "pool.h"
-#include "topology.h"
+#include "core/errors.h"
+#include "threads/fork.h"
+#include "threads/fpenv.h"
+#include "threads/pin.h"
+#include "threads/pool.h"
+#include "threads/topology.h"
 
 /*
  * Spin budget before sleeping, in pause iterations: a few tens of

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "placement.h"
-#include "pool.h"
-#include "topology.h"
+#include "threads/placement.h"
+#include "threads/pool.h"
+#include "threads/topology.h"
 
 static pthread_once_t topo_once = PTHREAD_ONCE_INIT;
 static hwloc_topology_t topo_loaded; /* written once, under topo_once */

@@ -10,7 +10,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 
-#include "util.h"
+#include "kernels/avx2/util.h"
 
 enum { SA_PANEL_MR = 6, SA_PANEL_NR = 16 };
 

@@ -30,11 +30,11 @@
  */
 #include <immintrin.h>
 
-#include "kernels.h"
-#include "panel.h"
-#include "unroll.h"
-#include "util.h"
-#include "widen.h"
+#include "kernels/avx2/panel.h"
+#include "kernels/avx2/util.h"
+#include "kernels/avx2/widen.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = 256 };
 enum { DOTS_M = 8, DM = 4, DN = 3, PF = 16 };

@@ -24,10 +24,10 @@
  */
 #include <immintrin.h>
 
-#include "kernels.h"
-#include "unroll.h"
-#include "util.h"
-#include "widen.h"
+#include "kernels/avx2/util.h"
+#include "kernels/avx2/widen.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { MR = 6, NV = 2, PF = 16 };
 

@@ -30,10 +30,10 @@
  */
 #include <immintrin.h>
 
-#include "kernels.h"
-#include "panel.h"
-#include "unroll.h"
-#include "util.h"
+#include "kernels/avx512/panel.h"
+#include "kernels/avx512/util.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = 256 };
 enum { DOTS_M = 16, DM = 4, DN = 4, PF = 8 };

@@ -30,10 +30,10 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "unroll.h"
-#include "util.h"
-#include "widen.h"
+#include "kernels/avx512/util.h"
+#include "kernels/avx512/widen.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { MR = 8, NR = 32, KC = 512 }; /* KC in values: KC / 2 panel rows */
 /* The pair GEMM overtakes the dots sooner than score.c's (at m = 8 in cache,

@@ -20,10 +20,10 @@
  */
 #include <immintrin.h>
 
-#include "kernels.h"
-#include "unroll.h"
-#include "util.h"
-#include "widen.h"
+#include "kernels/avx512/util.h"
+#include "kernels/avx512/widen.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { MR = 8, NV = 2, PF = 8 };
 

@@ -24,9 +24,9 @@
 #include <sleef.h>
 #include <string.h>
 
-#include "common.h"
-#include "kernels.h"
-#include "unroll.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/common.h"
+#include "kernels/unroll.h"
 
 enum { CAP = 1, ALIBI = 2, ADD = 4, KEEP = 8 };
 

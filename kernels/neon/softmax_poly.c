@@ -13,9 +13,9 @@
  * the polynomial lets the compiler interleave four exp evaluations per step,
  * which a call into libsleef cannot.
  */
-#include "exp_poly.h"
-#include "kernels.h"
-#include "softmax_rows.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/exp_poly.h"
+#include "kernels/neon/softmax_rows.h"
 
 static float32x4_t exp4_poly(float32x4_t x) { return sa_neon_exp_poly(x); }
 

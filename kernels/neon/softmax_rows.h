@@ -15,7 +15,7 @@
 
 #include <math.h>
 
-#include "common.h"
+#include "kernels/neon/common.h"
 
 typedef float32x4_t (*sa_neon_exp_fn)(float32x4_t);
 

@@ -16,8 +16,8 @@
  */
 #include <sleef.h>
 
-#include "kernels.h"
-#include "softmax_rows.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/softmax_rows.h"
 
 static float32x4_t exp4_sleef(float32x4_t x) {
   return Sleef_expf4_u10advsimd(x);

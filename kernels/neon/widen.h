@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#include "common.h"
+#include "kernels/neon/common.h"
 #include "simdattn.h"
 
 /* The bf16/f16 bit patterns of a 4-lane vector in u16 lanes -> f32. */
