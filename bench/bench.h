@@ -60,7 +60,7 @@ void sa_bench_register_peaks(void);
 void sa_bench_register_kernels(void);
 void sa_bench_register_attention(void);
 
-/* ---------------------------------------------------------------- utils */
+/* ------------------------------------------------ utils: bench_util.c */
 
 /* 64-byte aligned, zeroed; aborts on failure. Free with sa_bench_free. */
 float *sa_bench_alloc(size_t floats);
@@ -78,10 +78,16 @@ int sa_bench_timed(const sa_kernel_set *ks);
 /* How rows are timed: the calling thread's CPU time with one thread (robust
  * on a shared machine), wall-clock time with several. Sets it on b. */
 void sa_bench_timing(sa_bench *b);
+
+/* ------------------------------------------ the run's context: run_context.c
+ */
+
 /* Fills the custom context (CPU, compiler, versions, threads, pinning). */
 void sa_bench_add_run_context(void);
 /* Prints the context as key=value lines (for scripts). */
 void sa_bench_print_context(void);
+/* One value of the context ("sa_cpu_slug"), NULL if there is no such key. */
+const char *sa_bench_context_value(const char *key);
 
 #ifdef SA_BENCH_HAVE_OPENBLAS
 /* bench/baseline_openblas.c */
