@@ -18,7 +18,7 @@
  * multiply-add), which is within the d*eps*sum|qk| tolerance.
  */
 #include "kernels/kernels.h"
-#include "kernels/neon/common.h"
+#include "kernels/neon/util.h"
 
 /* MR rows x NR keys, both compile-time constants at every call site, so the
  * loops unroll and the accumulators live in registers. */

@@ -24,7 +24,7 @@
  * k[j][0..d) and s[i][0..n) is touched.
  */
 #include "kernels/kernels.h"
-#include "kernels/neon/common.h"
+#include "kernels/neon/util.h"
 
 /* The first r (0 < r < 8) bf16 of x in the low lanes, zero above. */
 SA_NEON_INLINE bfloat16x8_t load_partial8(const uint16_t *x, size_t r) {

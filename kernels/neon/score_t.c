@@ -26,7 +26,7 @@
  */
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
-#include "kernels/neon/common.h"
+#include "kernels/neon/util.h"
 #include "kernels/neon/widen.h"
 
 /* MR rows x NR keys of a 16-bit type t; all three constant at every call

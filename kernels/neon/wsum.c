@@ -16,7 +16,7 @@
  * leftover rows one at a time through the same tile with 1 row.
  */
 #include "kernels/kernels.h"
-#include "kernels/neon/common.h"
+#include "kernels/neon/util.h"
 
 /* One V row's NV vectors (the last one partial when rc < 4). */
 SA_NEON_INLINE void load_v(float32x4_t *dst, size_t NV, size_t rc,
