@@ -3,7 +3,7 @@
  * the peak probes, inputs, and the registration entry points.
  *
  * Benchmark names map onto the code:
- *   peak/fma/<isa>                      bench/peak_<isa>.c
+ *   peak/fma/<isa>                      kernels/<isa>/peak.c
  *   peak/mem/read_<size>                bench/peak_mem.c
  *   kernel/<op>/<set>/<m>x<n>[_d<d>]    the <op> slot of kernel set <set>
  *   attn/<algo>/<set>/<shape>           sa_attention, algorithm three_pass or
@@ -31,18 +31,6 @@ typedef struct sa_bench_config {
 extern sa_bench_config sa_bench_cfg;
 
 /* ---------------------------------------------------------------- peaks */
-
-/* One FMA-throughput probe per ISA, each in its own file built with that
- * ISA's flags only. `isa` matches sa_kernel_set.isa. Returns flops done. */
-typedef uint64_t (*sa_peak_fma_fn)(uint64_t reps, float *sink);
-typedef struct sa_peak_probe {
-  const char *isa;
-  uint64_t requires; /* SA_CPU_* bits */
-  sa_peak_fma_fn fn;
-} sa_peak_probe;
-
-size_t sa_peak_probe_count(void);
-const sa_peak_probe *sa_peak_probe_at(size_t i);
 
 /* Peak of the ISA a kernel set uses (GFLOP/s for sa_bench_cfg.threads
  * threads): from --sa_peak if given, else measured once, briefly, here. 0 if
