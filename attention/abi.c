@@ -7,8 +7,8 @@
  */
 #include <string.h>
 
-#include "errors.h"
-#include "internal.h"
+#include "attention/internal.h"
+#include "core/errors.h"
 
 /* Larger than any struct this header family will grow to: a garbage
  * struct_size (an uninitialised struct) must not make the library scan

@@ -7,8 +7,8 @@
  */
 #include <math.h>
 
-#include "errors.h"
-#include "internal.h"
+#include "attention/internal.h"
+#include "core/errors.h"
 
 sa_status sa_alibi_slopes(size_t heads, float *slopes) {
   if (!slopes)

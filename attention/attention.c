@@ -19,8 +19,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "errors.h"
-#include "internal.h"
+#include "attention/internal.h"
+#include "core/errors.h"
 
 typedef struct job {
   const sa_kernel_set *ks;

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env.h"
-#include "errors.h"
-#include "fork.h"
-#include "internal.h"
-#include "topology.h"
+#include "attention/internal.h"
+#include "core/env.h"
+#include "core/errors.h"
+#include "threads/fork.h"
+#include "threads/topology.h"
 
 size_t sa_scratch_bytes(size_t floats, size_t lens) {
   return sa_round64(floats * sizeof(float)) + sa_round64(lens * sizeof(size_t));

@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "dtype.h"
-#include "errors.h"
-#include "internal.h"
+#include "attention/internal.h"
+#include "core/errors.h"
+#include "kernels/dtype.h"
 
 size_t sa_dtype_bytes(sa_dtype t, size_t n) {
   switch (t) {

@@ -16,7 +16,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "attention/internal.h"
 
 /* Where keys [j0, j0 + nb) of the tile's KV head are, as rows ld units
  * apart. A paged cache: inside one page (the caller keeps blocks there, see

@@ -4,8 +4,8 @@
 
 #include <stdatomic.h>
 
-#include "pool.h"
 #include "simdattn.h"
+#include "threads/pool.h"
 
 #define SA_DEFAULT_BLOCK_Q 64
 #define SA_DEFAULT_BLOCK_KV 256

@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "errors.h"
-#include "internal.h"
+#include "attention/internal.h"
+#include "core/errors.h"
 
 /* out may be exactly one part, or overlap none. */
 static sa_status check_out(const char *name, const float *out, size_t end,

@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "dtype.h"
-#include "errors.h"
-#include "internal.h"
+#include "attention/internal.h"
+#include "core/errors.h"
+#include "kernels/dtype.h"
 
 sa_status sa_kv_append(const sa_kv_append_desc *desc, void *k_cache,
                        void *v_cache, const void *k_new, const void *v_new) {

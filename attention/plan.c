@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "dtype.h"
-#include "errors.h"
-#include "internal.h"
+#include "attention/internal.h"
+#include "core/errors.h"
+#include "kernels/dtype.h"
 
 static int mul_ov(size_t a, size_t b, size_t *r) {
   return __builtin_mul_overflow(a, b, r);

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "internal.h"
+#include "attention/internal.h"
 
 static size_t row_pos(const sa_tile_io *t, size_t r) {
   return t->pos + r * t->step;

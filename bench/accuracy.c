@@ -36,9 +36,9 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "cpu_slug.h"
-#include "plain_fp32.h"
-#include "testing.h"
+#include "bench/cpu_slug.h"
+#include "bench/plain_fp32.h"
+#include "tests/testing.h"
 
 /* A case of the sweep. Q = q_mean + U(-1, 1), K = k_mean + U(-1, 1),
  * V = U(-1, 1), scale 1/sqrt(dim_qk). With logit L != 0, q_mean = 1 and

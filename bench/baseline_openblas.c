@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 
 const char *sa_openblas_describe(void) {
   static char buf[256];

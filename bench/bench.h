@@ -3,7 +3,7 @@
  * the peak probes, inputs, and the registration entry points.
  *
  * Benchmark names map onto the code:
- *   peak/fma/<isa>                      bench/peak_<isa>.c
+ *   peak/fma/<isa>                      kernels/<isa>/peak.c
  *   peak/mem/read_<size>                bench/peak_mem.c
  *   kernel/<op>/<set>/<m>x<n>[_d<d>]    the <op> slot of kernel set <set>
  *   attn/<algo>/<set>/<shape>           sa_attention, algorithm three_pass or
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gbench_shim.h"
+#include "bench/gbench_shim.h"
 #include "simdattn.h"
 
 typedef struct sa_bench_config {
@@ -31,18 +31,6 @@ typedef struct sa_bench_config {
 extern sa_bench_config sa_bench_cfg;
 
 /* ---------------------------------------------------------------- peaks */
-
-/* One FMA-throughput probe per ISA, each in its own file built with that
- * ISA's flags only. `isa` matches sa_kernel_set.isa. Returns flops done. */
-typedef uint64_t (*sa_peak_fma_fn)(uint64_t reps, float *sink);
-typedef struct sa_peak_probe {
-  const char *isa;
-  uint64_t requires; /* SA_CPU_* bits */
-  sa_peak_fma_fn fn;
-} sa_peak_probe;
-
-size_t sa_peak_probe_count(void);
-const sa_peak_probe *sa_peak_probe_at(size_t i);
 
 /* Peak of the ISA a kernel set uses (GFLOP/s for sa_bench_cfg.threads
  * threads): from --sa_peak if given, else measured once, briefly, here. 0 if
@@ -60,7 +48,7 @@ void sa_bench_register_peaks(void);
 void sa_bench_register_kernels(void);
 void sa_bench_register_attention(void);
 
-/* ---------------------------------------------------------------- utils */
+/* ------------------------------------------------ utils: bench_util.c */
 
 /* 64-byte aligned, zeroed; aborts on failure. Free with sa_bench_free. */
 float *sa_bench_alloc(size_t floats);
@@ -78,10 +66,16 @@ int sa_bench_timed(const sa_kernel_set *ks);
 /* How rows are timed: the calling thread's CPU time with one thread (robust
  * on a shared machine), wall-clock time with several. Sets it on b. */
 void sa_bench_timing(sa_bench *b);
+
+/* ------------------------------------------ the run's context: run_context.c
+ */
+
 /* Fills the custom context (CPU, compiler, versions, threads, pinning). */
 void sa_bench_add_run_context(void);
 /* Prints the context as key=value lines (for scripts). */
 void sa_bench_print_context(void);
+/* One value of the context ("sa_cpu_slug"), NULL if there is no such key. */
+const char *sa_bench_context_value(const char *key);
 
 #ifdef SA_BENCH_HAVE_OPENBLAS
 /* bench/baseline_openblas.c */

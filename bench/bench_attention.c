@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 
 /* PADDED: a batch whose items have 4/4, 3/4, ... of len_kv valid keys,
  * given as an additive [batch, 1, 1, len_kv] mask of 0 and -inf (how HF

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 
 enum { OP_SCORE, OP_SOFTMAX, OP_SOFTMAX_ONLINE, OP_WSUM, N_OPS };
 static const char *const op_names[N_OPS] = {"score", "softmax",

@@ -10,183 +10,11 @@
  * repetitions, min_time, ...). scripts/compare.sh drives it for make compare.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "cpu_slug.h"
-
-#ifndef SA_BENCH_C_COMPILER
-#define SA_BENCH_C_COMPILER "unknown"
-#endif
-#ifndef SA_BENCH_C_FLAGS
-#define SA_BENCH_C_FLAGS ""
-#endif
-#ifndef SA_BENCH_BUILD_TYPE
-#define SA_BENCH_BUILD_TYPE ""
-#endif
-#ifndef SA_BENCH_SLEEF_VERSION
-#define SA_BENCH_SLEEF_VERSION "unknown"
-#endif
-#ifndef SA_BENCH_HWLOC_VERSION
-#define SA_BENCH_HWLOC_VERSION "unknown"
-#endif
-
-sa_bench_config sa_bench_cfg = {
-    .threads = 1,
-    .quick = 0,
-    .mem_bytes = (size_t)1 << 30,
-    .decode_bytes = (size_t)512 << 20,
-};
-
-/* ---------------------------------------------------------------- utils */
-
-float *sa_bench_alloc(size_t floats) {
-  size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
-  void *p = NULL;
-  if (posix_memalign(&p, 64, bytes ? bytes : 64)) {
-    fprintf(stderr, "simdattn_bench: out of memory (%zu bytes)\n", bytes);
-    exit(1);
-  }
-  memset(p, 0, bytes);
-  return p;
-}
-
-void sa_bench_free(float *p) { free(p); }
-
-void sa_bench_fill(float *x, size_t n, uint64_t seed, float amp) {
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < n; i++) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    x[i] = amp * ((float)(s >> 40) * (2.0f / 16777216.0f) - 1.0f);
-  }
-}
-
-const sa_kernel_set *sa_bench_oracle(void) {
-  for (size_t i = 0; i < sa_kernel_set_count(); i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    if (ks->cpu_features == 0 && ks->vector_bits == 0)
-      return ks;
-  }
-  return sa_kernel_set_at(0);
-}
-
-int sa_bench_timed(const sa_kernel_set *ks) {
-  return sa_kernel_set_supported(ks) && ks->priority >= 0;
-}
-
-void sa_bench_timing(sa_bench *b) {
-  /* One thread: the pool runs every task on the calling thread, so that
-   * thread's CPU time is the cost, whatever else shares the machine (and
-   * whatever idle threads OpenBLAS or the pool keep spinning). Several
-   * threads: wall-clock. */
-  if (sa_bench_cfg.threads > 1)
-    sa_bench_use_real_time(b);
-}
-
-/* ---------------------------------------------------------------- context */
-
-typedef struct kv {
-  char key[40];
-  char value[512];
-} kv;
-static kv ctx_items[32];
-static size_t n_ctx;
-
-static void put(const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void put(const char *key, const char *fmt, ...) {
-  if (n_ctx == sizeof ctx_items / sizeof ctx_items[0])
-    return;
-  kv *e = &ctx_items[n_ctx++];
-  snprintf(e->key, sizeof e->key, "%s", key);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->value, sizeof e->value, fmt, ap);
-  va_end(ap);
-}
-
-static void gather_context(void) {
-  if (n_ctx)
-    return;
-  sa_bench_cpu cpu;
-  sa_bench_cpu_name(&cpu);
-  put("sa_cpu_model", "%s", cpu.model);
-  put("sa_cpu_slug", "%s", cpu.slug);
-  put("sa_cpu_features", "%s", cpu.features);
-  put("sa_compiler", "%s", SA_BENCH_C_COMPILER);
-  put("sa_cflags", "%s (%s); ISA flags only in kernels/<isa>/",
-      SA_BENCH_C_FLAGS, SA_BENCH_BUILD_TYPE);
-  put("sa_version_simdattn", "%s", SA_VERSION_STRING);
-  put("sa_version_sleef", "%s", SA_BENCH_SLEEF_VERSION);
-  put("sa_version_hwloc", "%s", SA_BENCH_HWLOC_VERSION);
-  put("sa_version_gbench", "%s", sa_bench_gbench_version());
-#ifdef SA_BENCH_HAVE_OPENBLAS
-  put("sa_openblas", "%s", sa_openblas_describe());
-#else
-  put("sa_openblas", "%s", "not built (no libopenblas-dev)");
-#endif
-
-  /* Threads and pinning as a context of the oracle set reports them. */
-  sa_context_options o;
-  sa_context_options_init(&o);
-  o.isa = sa_bench_oracle()->name;
-  o.num_threads = sa_bench_cfg.threads;
-  sa_context *c = NULL;
-  if (sa_context_create(&o, &c) == SA_OK) {
-    int n = sa_context_num_threads(c);
-    put("sa_threads", "%d", n);
-    if (n != sa_bench_cfg.threads)
-      put("sa_threads_asked", "%d", sa_bench_cfg.threads);
-    put("sa_pinning", "%s",
-        sa_context_pinned(c) ? "pinned to cores" : "unpinned");
-    sa_context_destroy(c);
-  } else {
-    put("sa_threads", "%d", sa_bench_cfg.threads);
-    put("sa_pinning", "unknown (context failed: %s)", sa_last_error());
-  }
-  put("sa_timing", "%s",
-      sa_bench_cfg.threads > 1
-          ? "wall-clock time (several threads)"
-          : "CPU time of the calling thread, which runs all the work with one "
-            "thread (robust on a shared machine)");
-  put("sa_suite", "%s", sa_bench_cfg.quick ? "quick" : "default");
-
-  char run[512] = "", skip[512] = "", reference[512] = "";
-  for (size_t i = 0; i < sa_kernel_set_count(); i++) {
-    const sa_kernel_set *ks = sa_kernel_set_at(i);
-    char *dst = sa_bench_timed(ks)            ? run
-                : sa_kernel_set_supported(ks) ? reference
-                                              : skip;
-    size_t len = strlen(dst);
-    snprintf(dst + len, 512 - len, "%s%s", len ? " " : "", ks->name);
-    char key[40];
-    snprintf(key, sizeof key, "sa_set_%s", ks->name);
-    put(key, "%s [isa %s, exp %s]", ks->about, ks->isa, ks->exp_impl);
-  }
-  put("sa_oracle", "%s", sa_bench_oracle()->name);
-  put("sa_sets_run", "%s", run);
-  put("sa_sets_skipped", "%s", skip[0] ? skip : "none");
-  put("sa_sets_reference", "%s", reference[0] ? reference : "none");
-}
-
-void sa_bench_add_run_context(void) {
-  gather_context();
-  for (size_t i = 0; i < n_ctx; i++)
-    sa_bench_add_context(ctx_items[i].key, ctx_items[i].value);
-}
-
-void sa_bench_print_context(void) {
-  gather_context();
-  for (size_t i = 0; i < n_ctx; i++)
-    printf("%s=%s\n", ctx_items[i].key, ctx_items[i].value);
-}
-
-/* ---------------------------------------------------------------- main */
+#include "bench/bench.h"
 
 static int starts(const char *arg, const char *flag, const char **val) {
   size_t n = strlen(flag);
@@ -266,10 +94,9 @@ int main(int argc, char **argv) {
     if (!strcmp(print, "context")) {
       sa_bench_print_context();
     } else if (!strcmp(print, "slug")) {
-      gather_context();
-      for (size_t i = 0; i < n_ctx; i++)
-        if (!strcmp(ctx_items[i].key, "sa_cpu_slug"))
-          printf("%s\n", ctx_items[i].value);
+      const char *slug = sa_bench_context_value("sa_cpu_slug");
+      if (slug)
+        printf("%s\n", slug);
     } else if (!strcmp(print, "sets")) {
       for (size_t i = 0; i < sa_kernel_set_count(); i++)
         if (sa_bench_timed(sa_kernel_set_at(i)))

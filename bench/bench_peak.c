@@ -1,12 +1,11 @@
 /*
  * The peak probes: what "% of peak" in the tables is measured against, taken
  * on this machine in the same run. peak/fma/<isa> runs a chain of independent
- * FMAs (bench/peak_<isa>.c, built with that ISA's flags only) and is called
- * only when sa_cpu_features() says the CPU and OS support it;
+ * FMAs (kernels/<isa>/peak.c, built with that set's flags, listed by
+ * dispatch/registry.h like the kernel sets) and is called only when
+ * sa_cpu_features() says the CPU and OS run that ISA's sets;
  * peak/mem/read_<size> streams through a buffer far larger than the caches.
- *
- * This table is the one place in bench/ that spells ISA names: a probe is ISA
- * code by nature. Its `isa` strings match sa_kernel_set.isa.
+ * No ISA name is spelled in bench/.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -15,45 +14,33 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench.h"
+#include "bench/bench.h"
+#include "dispatch/registry.h"
 
-uint64_t sa_peak_fma__scalar(uint64_t reps, float *sink);
-uint64_t sa_peak_fma__avx2(uint64_t reps, float *sink);
-uint64_t sa_peak_fma__avx512(uint64_t reps, float *sink);
-uint64_t sa_peak_fma__neon(uint64_t reps, float *sink);
+/* Bounds the table of measured peaks; the registry has one probe per ISA
+ * folder. */
+enum { MAX_PROBES = 8 };
 
-static const sa_peak_probe probes[] = {
-    {"scalar", 0, sa_peak_fma__scalar},
-#if SA_BENCH_HAVE_PEAK_AVX2
-    {"avx2", SA_CPU_AVX | SA_CPU_AVX2 | SA_CPU_FMA, sa_peak_fma__avx2},
-#endif
-#if SA_BENCH_HAVE_PEAK_AVX512
-    {"avx512", SA_CPU_AVX | SA_CPU_AVX512F, sa_peak_fma__avx512},
-#endif
-#if SA_BENCH_HAVE_PEAK_NEON
-    {"neon", SA_CPU_NEON, sa_peak_fma__neon},
-#endif
-};
-#define N_PROBES (sizeof probes / sizeof probes[0])
-
-size_t sa_peak_probe_count(void) { return N_PROBES; }
-const sa_peak_probe *sa_peak_probe_at(size_t i) {
-  return i < N_PROBES ? &probes[i] : NULL;
+static size_t n_probes(void) {
+  size_t n = sa_peak_probe_count();
+  return n < MAX_PROBES ? n : MAX_PROBES;
 }
 
+static const sa_peak_probe *probe(size_t i) { return sa_peak_probe_at(i); }
+
 static int runnable(const sa_peak_probe *p) {
-  return (sa_cpu_features() & p->requires) == p->requires;
+  return (sa_cpu_features() & p->cpu_features) == p->cpu_features;
 }
 
 /* Single-thread values: -1 unknown yet, 0 not runnable here. */
-static double fma_gflops[N_PROBES + 1];
+static double fma_gflops[MAX_PROBES];
 static double mem_gbs = -1;
 static int peaks_init;
 
 static void init_peaks(void) {
   if (peaks_init)
     return;
-  for (size_t i = 0; i < N_PROBES; i++)
+  for (size_t i = 0; i < n_probes(); i++)
     fma_gflops[i] = -1;
   peaks_init = 1;
 }
@@ -113,11 +100,11 @@ static double measure_mem(void) {
 double sa_peak_gflops(const char *isa) {
   init_peaks();
   double best = 0;
-  for (size_t i = 0; i < N_PROBES; i++) {
-    if (isa && strcmp(isa, probes[i].isa) != 0)
+  for (size_t i = 0; i < n_probes(); i++) {
+    if (isa && strcmp(isa, probe(i)->isa) != 0)
       continue;
     if (fma_gflops[i] < 0)
-      fma_gflops[i] = runnable(&probes[i]) ? measure_fma(&probes[i]) : 0;
+      fma_gflops[i] = runnable(probe(i)) ? measure_fma(probe(i)) : 0;
     if (fma_gflops[i] > best)
       best = fma_gflops[i];
   }
@@ -148,9 +135,9 @@ int sa_peak_parse(const char *spec) {
       continue;
     }
     size_t i = 0;
-    while (i < N_PROBES && strcmp(tok, probes[i].isa) != 0)
+    while (i < n_probes() && strcmp(tok, probe(i)->isa) != 0)
       i++;
-    if (i == N_PROBES)
+    if (i == n_probes())
       return -1;
     fma_gflops[i] = v;
   }
@@ -192,11 +179,11 @@ static void bm_mem(sa_bench_state *st, void *arg) {
 
 void sa_bench_register_peaks(void) {
   char name[128];
-  for (size_t i = 0; i < N_PROBES; i++) {
-    if (!runnable(&probes[i]))
+  for (size_t i = 0; i < n_probes(); i++) {
+    if (!runnable(probe(i)))
       continue;
-    snprintf(name, sizeof name, "peak/fma/%s", probes[i].isa);
-    sa_bench *b = sa_bench_register(name, bm_fma, (void *)&probes[i]);
+    snprintf(name, sizeof name, "peak/fma/%s", probe(i)->isa);
+    sa_bench *b = sa_bench_register(name, bm_fma, (void *)probe(i));
     sa_bench_set_unit(b, SA_BENCH_US);
     sa_bench_timing(b);
     sa_bench_add_max_statistic(b);

@@ -1,7 +1,7 @@
 /*
  * The CPU's name for results/<cpu>/ (see cpu_slug.h).
  */
-#include "cpu_slug.h"
+#include "bench/cpu_slug.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 // The C shim over Google Benchmark: the only C++ in simdattn. Every function
 // is a thin forward; see gbench_shim.h for the contract.
-#include "gbench_shim.h"
+#include "bench/gbench_shim.h"
 
 #include <benchmark/benchmark.h>
 

@@ -7,11 +7,11 @@
  * behind the reader's back.
  */
 #define _DEFAULT_SOURCE /* testing.h maps anonymous memory */
-#include "plain_fp32.h"
+#include "bench/plain_fp32.h"
 
 #include <math.h>
 
-#include "testing.h" /* t_visible: the keys row i sees */
+#include "tests/testing.h" /* t_visible: the keys row i sees */
 
 void sa_plain_fp32_attention(const sa_attention_desc *d, const float *q,
                              const float *k, const float *v, float *o,

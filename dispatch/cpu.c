@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu.h"
+#include "dispatch/cpu.h"
 #include "simdattn.h"
 
 #if !defined(__x86_64__) && !defined(_M_X64) && !defined(__aarch64__)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 
-#include "cpu.h"
+#include "dispatch/cpu.h"
 #include "simdattn.h"
 
 #ifndef HWCAP_ASIMD

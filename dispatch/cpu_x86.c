@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "cpu.h"
+#include "dispatch/cpu.h"
 #include "simdattn.h"
 
 static void cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {

@@ -12,9 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "env.h"
-#include "errors.h"
-#include "kernels.h"
+#include "core/env.h"
+#include "core/errors.h"
+#include "dispatch/registry.h"
+#include "kernels/kernels.h"
 
 #define SA_X86_AVX2 (SA_CPU_AVX | SA_CPU_AVX2 | SA_CPU_FMA | SA_CPU_F16C)
 #define SA_X86_AVX512                                                          \
@@ -161,6 +162,29 @@ static const sa_kernel_set kernel_sets[] = {
 };
 
 #define N_SETS (sizeof kernel_sets / sizeof kernel_sets[0])
+
+/* One peak probe per ISA folder, under its sets' SA_HAVE_<ISA> and asking
+ * for what they ask (the probe is built with their flags). */
+static const sa_peak_probe peak_probes[] = {
+    {"scalar", 0, sa_peak_fma__scalar},
+#if SA_HAVE_AVX2
+    {"avx2", SA_X86_AVX2, sa_peak_fma__avx2},
+#endif
+#if SA_HAVE_AVX512
+    {"avx512", SA_X86_AVX512, sa_peak_fma__avx512},
+#endif
+#if SA_HAVE_NEON
+    {"neon", SA_CPU_NEON, sa_peak_fma__neon},
+#endif
+};
+
+#define N_PROBES (sizeof peak_probes / sizeof peak_probes[0])
+
+size_t sa_peak_probe_count(void) { return N_PROBES; }
+
+const sa_peak_probe *sa_peak_probe_at(size_t i) {
+  return i < N_PROBES ? &peak_probes[i] : NULL;
+}
 
 size_t sa_kernel_set_count(void) { return N_SETS; }
 

@@ -6,17 +6,17 @@
  */
 #include <string.h>
 
-#include "dtype.h"
-#include "tiles.h"
+#include "dispatch/tiles.h"
+#include "kernels/dtype.h"
 
 #if SA_HAVE_AVX2
-#include "avx2/tiles.h"
+#include "kernels/avx2/tiles.h"
 #endif
 #if SA_HAVE_AVX512
-#include "avx512/tiles.h"
+#include "kernels/avx512/tiles.h"
 #endif
 #if SA_HAVE_NEON
-#include "neon/tiles.h"
+#include "kernels/neon/tiles.h"
 #endif
 
 /* plain loops, one element at a time */

@@ -107,4 +107,14 @@ SA_DECLARE_NARROW(neon);
 /* neon-bf16: Q and K bf16 through BFDOT (FEAT_BF16). */
 SA_DECLARE_SCORE_QK(sa_score_bf16_dp__neon);
 
+/* The FMA peak probes (kernels/<isa>/peak.c): what the bench's "% of peak"
+ * is measured against, one per ISA, each built with its set's flags. Runs
+ * independent chains of a = a*m + c for reps rounds, folds them into *sink
+ * and returns the flops done. Listed in dispatch/registry.h. */
+typedef uint64_t (*sa_peak_fma_fn)(uint64_t reps, float *sink);
+uint64_t sa_peak_fma__scalar(uint64_t reps, float *sink);
+uint64_t sa_peak_fma__avx2(uint64_t reps, float *sink);
+uint64_t sa_peak_fma__avx512(uint64_t reps, float *sink);
+uint64_t sa_peak_fma__neon(uint64_t reps, float *sink);
+
 #endif /* SA_KERNELS_H */

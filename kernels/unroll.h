@@ -83,4 +83,31 @@
     }                                                                          \
   } while (0)
 
+/* STEP(a0); STEP(a1); ... on the accumulators a0..a11 (a0..a15) of a peak
+ * probe (kernels/<isa>/peak.c): independent chains written out one by one,
+ * so each stays in a register of its own. */
+#define SA_STEP_A0_A11(STEP)                                                   \
+  do {                                                                         \
+    STEP(a0);                                                                  \
+    STEP(a1);                                                                  \
+    STEP(a2);                                                                  \
+    STEP(a3);                                                                  \
+    STEP(a4);                                                                  \
+    STEP(a5);                                                                  \
+    STEP(a6);                                                                  \
+    STEP(a7);                                                                  \
+    STEP(a8);                                                                  \
+    STEP(a9);                                                                  \
+    STEP(a10);                                                                 \
+    STEP(a11);                                                                 \
+  } while (0)
+#define SA_STEP_A0_A15(STEP)                                                   \
+  do {                                                                         \
+    SA_STEP_A0_A11(STEP);                                                      \
+    STEP(a12);                                                                 \
+    STEP(a13);                                                                 \
+    STEP(a14);                                                                 \
+    STEP(a15);                                                                 \
+  } while (0)
+
 #endif

@@ -15,7 +15,7 @@
 #ifndef SA_REFERENCE_H
 #define SA_REFERENCE_H
 
-#include "testing.h"
+#include "tests/testing.h"
 
 static inline void *xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);

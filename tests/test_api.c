@@ -26,10 +26,10 @@
 #include <hwloc.h>
 #include <stddef.h>
 
-#include "internal.h"
-#include "placement.h"
-#include "testing.h"
-#include "topology.h"
+#include "attention/internal.h"
+#include "tests/testing.h"
+#include "threads/placement.h"
+#include "threads/topology.h"
 
 static const sa_kernel_set *sets[32];
 static int nsets, skipped;

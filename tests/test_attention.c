@@ -19,7 +19,7 @@
  * two runs) must return that key's V row bit for bit, which no tolerance
  * would notice being a few ULP off.
  */
-#include "testing.h"
+#include "tests/testing.h"
 
 static t_layout make_layout(int kind, size_t b, size_t h, size_t l, size_t d) {
   return t_make_layout(kind, b, h, l, d, kind == 2 ? t_range(1, 3) : 0);

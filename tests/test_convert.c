@@ -19,8 +19,8 @@
  */
 #include <fenv.h>
 
-#include "kernels.h"
-#include "testing.h"
+#include "kernels/kernels.h"
+#include "tests/testing.h"
 
 #define MAX_SETS 16
 static const sa_kernel_set *sets[MAX_SETS];

@@ -7,7 +7,7 @@
  * Each set's one-thread output is also held to the double-precision
  * reference of testing.h, so identical garbage cannot pass.
  */
-#include "testing.h"
+#include "tests/testing.h"
 
 static const int thread_counts[] = {1, 2, 3, 8};
 #define NCOUNTS (sizeof thread_counts / sizeof thread_counts[0])

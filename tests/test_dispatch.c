@@ -11,7 +11,7 @@
  */
 #include <pthread.h>
 
-#include "testing.h"
+#include "tests/testing.h"
 
 static void test_registry(void) {
   t_context = "registry";

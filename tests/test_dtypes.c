@@ -18,8 +18,8 @@
  * ragged batches, paged caches with shuffled 16-key pages, and O in place
  * of Q. Three-pass and fused; 1 and 3 threads must agree bit for bit.
  */
-#include "dtype.h"
-#include "reference.h"
+#include "kernels/dtype.h"
+#include "tests/reference.h"
 
 #define MAX_SETS 16
 static const sa_kernel_set *sets[MAX_SETS];

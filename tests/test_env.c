@@ -9,7 +9,7 @@
  */
 #include <sys/wait.h>
 
-#include "testing.h"
+#include "tests/testing.h"
 
 enum { L = 4, D = 8, N = 2 * L * D };
 static float q[N], k[N], v[N];

@@ -10,8 +10,8 @@
  */
 #include <stdint.h>
 
-#include "errors.h"
-#include "testing.h"
+#include "core/errors.h"
+#include "tests/testing.h"
 
 #define L 4
 #define D 8

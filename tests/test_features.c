@@ -19,8 +19,8 @@
  * attention split along keys and merged; bit-identical results over thread
  * counts; the ALiBi slopes; a one-part merge.
  */
-#include "reference.h"
-#include "testing.h"
+#include "tests/reference.h"
+#include "tests/testing.h"
 
 #define MAX_SETS 16
 #define MAX_HEADS 16

@@ -21,9 +21,9 @@
  * proves for the oracle, with each set's exp accuracy (exp_ulps, from the
  * registry) plugged in.
  */
-#include "kernels.h"
-#include "testing.h"
-#include "tile_sizes.h"
+#include "kernels/kernels.h"
+#include "tests/testing.h"
+#include "tests/tile_sizes.h"
 
 #define MAX_SETS 16
 static const sa_kernel_set *oracle, *sets[MAX_SETS];

@@ -18,10 +18,10 @@
  * products before accumulating, another order of the same sum, within the
  * same bound.
  */
-#include "dtype.h"
-#include "kernels.h"
-#include "testing.h"
-#include "tile_sizes.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
+#include "tests/testing.h"
+#include "tests/tile_sizes.h"
 
 #define MAX_SETS 16
 static const sa_kernel_set *oracle, *sets[MAX_SETS];

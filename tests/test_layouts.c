@@ -26,8 +26,8 @@
  * paged + varlen after every step; thread counts 1, 2, 3, 8 bit-identical on
  * split-KV decodes.
  */
-#include "reference.h"
-#include "testing.h"
+#include "tests/reference.h"
+#include "tests/testing.h"
 
 #define MAX_SETS 16
 #define MAX_B 8

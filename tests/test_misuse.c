@@ -39,9 +39,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "fork.h"
-#include "internal.h"
-#include "testing.h"
+#include "attention/internal.h"
+#include "tests/testing.h"
+#include "threads/fork.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1

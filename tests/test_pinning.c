@@ -15,10 +15,10 @@
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "placement.h"
-#include "pool.h"
-#include "testing.h"
-#include "topology.h"
+#include "tests/testing.h"
+#include "threads/placement.h"
+#include "threads/pool.h"
+#include "threads/topology.h"
 
 #define MAXW 16
 

@@ -10,10 +10,10 @@
  */
 #include <hwloc.h>
 
-#include "placement.h"
-#include "pool.h"
-#include "testing.h"
-#include "topology.h"
+#include "tests/testing.h"
+#include "threads/placement.h"
+#include "threads/pool.h"
+#include "threads/topology.h"
 
 static hwloc_topology_t load(const char *desc) {
   hwloc_topology_t t;

@@ -13,8 +13,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "pool.h"
-#include "testing.h"
+#include "tests/testing.h"
+#include "threads/pool.h"
 
 #define MAXW 16
 

@@ -2,8 +2,8 @@
  * The oracle's own test: each scalar kernel against double precision on
  * random inputs, with the error bound of the float algorithm it implements.
  */
-#include "kernels.h"
-#include "testing.h"
+#include "kernels/kernels.h"
+#include "tests/testing.h"
 
 /* expf's error as the registry states it for the scalar set, in u (an ULP
  * is at most 2u of the value) */

@@ -8,8 +8,8 @@
 #ifndef SA_TILE_SIZES_H
 #define SA_TILE_SIZES_H
 
-#include "testing.h"
-#include "tiles.h"
+#include "dispatch/tiles.h"
+#include "tests/testing.h"
 
 typedef struct t_sizes {
   size_t n;

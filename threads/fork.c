@@ -2,7 +2,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "fork.h"
+#include "threads/fork.h"
 
 static pthread_once_t watch_once = PTHREAD_ONCE_INIT;
 static atomic_uint generation;

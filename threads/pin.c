@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errors.h"
-#include "pin.h"
-#include "placement.h"
-#include "topology.h"
+#include "core/errors.h"
+#include "threads/pin.h"
+#include "threads/placement.h"
+#include "threads/topology.h"
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))

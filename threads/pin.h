@@ -23,8 +23,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "pool.h"
 #include "simdattn.h"
+#include "threads/pool.h"
 
 typedef struct sa_pin {
   uint64_t id;            /* unique per pin setup: keys the caller's cache */

@@ -2,7 +2,7 @@
  * Placement: workers onto cores, compact, one worker per core at most.
  * See placement.h for why the logical order is the compact order.
  */
-#include "placement.h"
+#include "threads/placement.h"
 
 hwloc_obj_type_t sa_placement_unit(hwloc_topology_t topo) {
   /* Some platforms report no core level (hwloc then has PUs only). */

@@ -20,13 +20,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "errors.h"
-#include "fork.h"
-#include "fpenv.h"
-#include "pin.h"
-#include "pool.h"
-#include "topology.h"
+#include "core/errors.h"
+#include "threads/fork.h"
+#include "threads/fpenv.h"
+#include "threads/pin.h"
+#include "threads/placement.h"
+#include "threads/pool.h"
+#include "threads/topology.h"
 
 /*
  * Spin budget before sleeping, in pause iterations: a few tens of
@@ -297,4 +299,22 @@ void sa_pool_run(sa_pool *pool, size_t ntasks, sa_task_fn fn, void *arg) {
   if (active > 1)
     wait_done(pool);
   sa_pin_caller_leave(&pool->pin, rebound);
+}
+
+int sa_pool_default_threads(const char *cpus, int first_core) {
+  hwloc_topology_t topo = sa_topology();
+  if (topo) {
+    int bad;
+    hwloc_bitmap_t allowed = sa_topology_within(topo, cpus, &bad);
+    int n = allowed ? sa_placement_count(topo, allowed) - first_core : 0;
+    hwloc_bitmap_free(allowed);
+    if (n > 0)
+      return n;
+    /* a bad list or first_core: sa_pool_create reports it */
+    return 1;
+  }
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (online < 1)
+    return 1;
+  return online > 4096 ? 4096 : (int)online;
 }

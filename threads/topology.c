@@ -8,9 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "placement.h"
-#include "pool.h"
-#include "topology.h"
+#include "threads/placement.h"
+#include "threads/topology.h"
 
 static pthread_once_t topo_once = PTHREAD_ONCE_INIT;
 static hwloc_topology_t topo_loaded; /* written once, under topo_once */
@@ -75,22 +74,4 @@ int sa_topology_cpus(void) {
     return n;
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   return online < 1 ? 1 : online > 65536 ? 65536 : (int)online;
-}
-
-int sa_pool_default_threads(const char *cpus, int first_core) {
-  hwloc_topology_t topo = sa_topology();
-  if (topo) {
-    int bad;
-    hwloc_bitmap_t allowed = sa_topology_within(topo, cpus, &bad);
-    int n = allowed ? sa_placement_count(topo, allowed) - first_core : 0;
-    hwloc_bitmap_free(allowed);
-    if (n > 0)
-      return n;
-    /* a bad list or first_core: sa_pool_create reports it */
-    return 1;
-  }
-  long online = sysconf(_SC_NPROCESSORS_ONLN);
-  if (online < 1)
-    return 1;
-  return online > 4096 ? 4096 : (int)online;
 }

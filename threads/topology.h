@@ -8,7 +8,7 @@
 #ifndef SA_THREADS_TOPOLOGY_H
 #define SA_THREADS_TOPOLOGY_H
 
-#include "errors.h"
+#include "core/errors.h"
 #include <hwloc.h>
 
 /* The process-wide topology, or NULL if hwloc could not load one. */

@@ -18,8 +18,8 @@
  */
 #include <immintrin.h>
 
-#include "dtype.h"
-#include "kernels.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
 
 #define SA_INLINE static inline __attribute__((always_inline))
 

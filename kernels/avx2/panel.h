@@ -10,8 +10,8 @@
 #include <immintrin.h>
 #include <stddef.h>
 
-#include "tiles.h"
-#include "util.h"
+#include "kernels/avx2/tiles.h"
+#include "kernels/avx2/util.h"
 
 enum { SA_PANEL_MR = SA_AVX2_MR, SA_PANEL_NR = SA_AVX2_NR };
 

@@ -24,9 +24,9 @@
 #include <sleef.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "unroll.h"
-#include "util.h"
+#include "kernels/avx2/util.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { CAP = 1, ALIBI = 2, ADD = 4, KEEP = 8 };
 

@@ -30,12 +30,12 @@
  */
 #include <immintrin.h>
 
-#include "kernels.h"
-#include "panel.h"
-#include "tiles.h"
-#include "unroll.h"
-#include "util.h"
-#include "widen.h"
+#include "kernels/avx2/panel.h"
+#include "kernels/avx2/tiles.h"
+#include "kernels/avx2/util.h"
+#include "kernels/avx2/widen.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX2_KC };
 enum { DOTS_M = SA_AVX2_DOTS_M, DM = SA_AVX2_DM, DN = SA_AVX2_DN, PF = 16 };

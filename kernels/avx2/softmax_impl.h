@@ -16,7 +16,7 @@
 
 #include <math.h>
 
-#include "util.h"
+#include "kernels/avx2/util.h"
 
 typedef __m256 (*sa_exp8_fn)(__m256);
 

@@ -2,9 +2,9 @@
  * softmax and softmax_online, AVX2, with the inline polynomial exp of
  * exp_poly.h (accuracy measured there). Row loops: softmax_impl.h.
  */
-#include "exp_poly.h"
-#include "kernels.h"
-#include "softmax_impl.h"
+#include "kernels/avx2/exp_poly.h"
+#include "kernels/avx2/softmax_impl.h"
+#include "kernels/kernels.h"
 
 void sa_softmax__avx2_poly(size_t m, size_t n, float *s, size_t lds,
                            const size_t *len) {

@@ -6,8 +6,8 @@
  */
 #include <sleef.h>
 
-#include "kernels.h"
-#include "softmax_impl.h"
+#include "kernels/avx2/softmax_impl.h"
+#include "kernels/kernels.h"
 
 void sa_softmax__avx2_sleef(size_t m, size_t n, float *s, size_t lds,
                             const size_t *len) {

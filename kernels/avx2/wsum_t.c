@@ -24,11 +24,11 @@
  */
 #include <immintrin.h>
 
-#include "kernels.h"
-#include "tiles.h"
-#include "unroll.h"
-#include "util.h"
-#include "widen.h"
+#include "kernels/avx2/tiles.h"
+#include "kernels/avx2/util.h"
+#include "kernels/avx2/widen.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { MR = SA_AVX2_WSUM_MR, NV = SA_AVX2_WSUM_NV, PF = 16 };
 

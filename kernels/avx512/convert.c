@@ -21,10 +21,10 @@
  */
 #include <immintrin.h>
 
-#include "dtype.h"
-#include "kernels.h"
-#include "util.h"
-#include "widen.h"
+#include "kernels/avx512/util.h"
+#include "kernels/avx512/widen.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
 
 void sa_f16_to_f32__avx512(size_t n, const void *src, void *dst) {
   const uint16_t *s = src;

@@ -10,7 +10,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 
-#include "tiles.h"
+#include "kernels/avx512/tiles.h"
 
 enum { SA_PANEL_MR = SA_AVX512_MR, SA_PANEL_NR = SA_AVX512_NR };
 

@@ -30,11 +30,11 @@
  */
 #include <immintrin.h>
 
-#include "kernels.h"
-#include "panel.h"
-#include "tiles.h"
-#include "unroll.h"
-#include "util.h"
+#include "kernels/avx512/panel.h"
+#include "kernels/avx512/tiles.h"
+#include "kernels/avx512/util.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX512_KC };
 enum { DOTS_M = SA_AVX512_DOTS_M, DM = SA_AVX512_DM, DN = SA_AVX512_DN };

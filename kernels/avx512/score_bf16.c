@@ -30,11 +30,11 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "tiles.h"
-#include "unroll.h"
-#include "util.h"
-#include "widen.h"
+#include "kernels/avx512/tiles.h"
+#include "kernels/avx512/util.h"
+#include "kernels/avx512/widen.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 /* KC in values: KC / 2 panel rows */
 enum { MR = SA_AVX512_BF16_MR, NR = SA_AVX512_BF16_NR, KC = SA_AVX512_BF16_KC };

@@ -23,9 +23,9 @@
 #include <math.h>
 #include <sleef.h>
 
-#include "kernels.h"
-#include "unroll.h"
-#include "util.h"
+#include "kernels/avx512/util.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { CAP = 1, ALIBI = 2, ADD = 4, KEEP = 8 };
 

@@ -15,7 +15,7 @@
 
 #include <math.h>
 
-#include "util.h"
+#include "kernels/avx512/util.h"
 
 typedef __m512 (*sa_exp16_fn)(__m512);
 

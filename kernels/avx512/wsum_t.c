@@ -20,11 +20,11 @@
  */
 #include <immintrin.h>
 
-#include "kernels.h"
-#include "tiles.h"
-#include "unroll.h"
-#include "util.h"
-#include "widen.h"
+#include "kernels/avx512/tiles.h"
+#include "kernels/avx512/util.h"
+#include "kernels/avx512/widen.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 enum { MR = SA_AVX512_WSUM_MR, NV = SA_AVX512_WSUM_NV, PF = 8 };
 

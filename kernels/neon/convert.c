@@ -31,9 +31,9 @@
  */
 #include <string.h>
 
-#include "dtype.h"
-#include "kernels.h"
-#include "widen.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/widen.h"
 
 void sa_f16_to_f32__neon(size_t n, const void *src, void *dst) {
   const uint16_t *s = src;

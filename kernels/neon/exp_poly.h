@@ -23,7 +23,7 @@
 #ifndef SA_NEON_EXP_POLY_H
 #define SA_NEON_EXP_POLY_H
 
-#include "common.h"
+#include "kernels/neon/util.h"
 
 SA_NEON_INLINE float32x4_t sa_neon_exp_poly(float32x4_t x) {
   const float32x4_t log2e = vdupq_n_f32(1.44269504088896341f);

@@ -17,8 +17,8 @@
  * Summation order differs from the scalar oracle (4 partial sums, fused
  * multiply-add), which is within the d*eps*sum|qk| tolerance.
  */
-#include "common.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/util.h"
 
 /* MR rows x NR keys, both compile-time constants at every call site, so the
  * loops unroll and the accumulators live in registers. */

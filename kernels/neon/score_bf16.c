@@ -23,8 +23,8 @@
  * leaves a sum unchanged even under round to odd). Nothing outside q[i][0..d),
  * k[j][0..d) and s[i][0..n) is touched.
  */
-#include "common.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/util.h"
 
 /* The first r (0 < r < 8) bf16 of x in the low lanes, zero above. */
 SA_NEON_INLINE bfloat16x8_t load_partial8(const uint16_t *x, size_t r) {

@@ -17,16 +17,16 @@
  * do, so they are filled and never computed: a sliding window's left edge
  * costs a store. A masked key's -inf is selected, never added, so a NaN score
  * under it cannot survive. Tails of 1 to 3 columns move lane by lane
- * (common.h) and their keep bytes through the stack, so nothing past column
+ * (util.h) and their keep bytes through the stack, so nothing past column
  * n - 1 of a row is touched.
  */
 #include <math.h>
 #include <sleef.h>
 #include <string.h>
 
-#include "common.h"
-#include "kernels.h"
-#include "unroll.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/util.h"
+#include "kernels/unroll.h"
 
 enum { CAP = 1, ALIBI = 2, ADD = 4, KEEP = 8 };
 

@@ -24,10 +24,10 @@
  * Summation order differs from the scalar oracle (4 partial sums per score,
  * fused multiply-add), within the d*eps*sum|qk| tolerance, as for f32.
  */
-#include "common.h"
-#include "dtype.h"
-#include "kernels.h"
-#include "widen.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/util.h"
+#include "kernels/neon/widen.h"
 
 /* MR rows x NR keys of a 16-bit type t; all three constant at every call
  * site, so the loops unroll and the accumulators live in registers. */

@@ -9,13 +9,13 @@
  * s <- exp(s - new), alpha = exp(mx - new), l = l * alpha + rowsum, mx = new;
  * a row still at -inf gets s = 0, alpha = 1, l unchanged.
  *
- * The row loops are shared with the SLEEF variant (softmax_rows.h). Inlining
+ * The row loops are shared with the SLEEF variant (softmax_impl.h). Inlining
  * the polynomial lets the compiler interleave four exp evaluations per step,
  * which a call into libsleef cannot.
  */
-#include "exp_poly.h"
-#include "kernels.h"
-#include "softmax_rows.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/exp_poly.h"
+#include "kernels/neon/softmax_impl.h"
 
 static float32x4_t exp4_poly(float32x4_t x) { return sa_neon_exp_poly(x); }
 

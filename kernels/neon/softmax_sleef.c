@@ -9,15 +9,15 @@
  * a row still at -inf gets s = 0, alpha = 1, l unchanged.
  *
  * The row loops (16 floats per step with four independent sum and max
- * chains, lane-by-lane tails with no over-read) are in softmax_rows.h, shared
+ * chains, lane-by-lane tails with no over-read) are in softmax_impl.h, shared
  * with the polynomial variant; only the exp differs. SLEEF's ISA-specific
  * entry point is called directly rather than through its dispatcher, so this
  * file decides which code runs (the registry already checked the CPU).
  */
 #include <sleef.h>
 
-#include "kernels.h"
-#include "softmax_rows.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/softmax_impl.h"
 
 static float32x4_t exp4_sleef(float32x4_t x) {
   return Sleef_expf4_u10advsimd(x);

@@ -1,6 +1,6 @@
 /*
  * Widening narrow K/V values to fp32 in NEON registers, shared by the narrow
- * score, wsum and conversion files. All static inline (see common.h).
+ * score, wsum and conversion files. All static inline (see util.h).
  *
  * Every widening is exact, so a kernel that widens and then runs the f32
  * kernel's FMAs computes with exactly the values the scalar oracle sees:
@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#include "common.h"
+#include "kernels/neon/util.h"
 #include "simdattn.h"
 
 /* The bf16/f16 bit patterns of a 4-lane vector in u16 lanes -> f32. */

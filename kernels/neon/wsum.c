@@ -15,8 +15,8 @@
  * weight; leftover columns in single vectors, the last 1-3 moved lane by lane;
  * leftover rows one at a time through the same tile with 1 row.
  */
-#include "common.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/util.h"
 
 /* One V row's NV vectors (the last one partial when rc < 4). */
 SA_NEON_INLINE void load_v(float32x4_t *dst, size_t NV, size_t rc,

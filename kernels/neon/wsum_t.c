@@ -20,9 +20,9 @@
  * blocks, i.e. whole 16-column groups), leftover rows through the same tile
  * with one row.
  */
-#include "dtype.h"
-#include "kernels.h"
-#include "widen.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
+#include "kernels/neon/widen.h"
 
 /* Columns [c, c + 4 NV) of one V row (rc < 4 only for a last partial
  * vector, then NV == 1), widened. t is a constant at every call site. */

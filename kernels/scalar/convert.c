@@ -2,8 +2,8 @@
  * Conversions, scalar: the per-value functions of dtype.h in a loop. The
  * oracle the SIMD sets' conversions are checked against, value for value.
  */
-#include "dtype.h"
-#include "kernels.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
 
 void sa_f16_to_f32__scalar(size_t n, const void *src, void *dst) {
   const uint16_t *s = src;

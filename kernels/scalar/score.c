@@ -14,8 +14,8 @@
  * does not grow with d or with the size of the partial sums: at logits near
  * 1e3 the float sum loses more than SIMD sets' 8 or 16 partial sums do.
  */
-#include "dtype.h"
-#include "kernels.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
 
 /* A public kernel: the typed loop for one K type. */
 #define ENTRY(declare, name, typed, type)                                      \

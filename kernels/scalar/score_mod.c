@@ -9,7 +9,7 @@
  */
 #include <math.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 void sa_score_mod__scalar(size_t m, size_t n, float *s, size_t lds,
                           const sa_score_mods *mods) {

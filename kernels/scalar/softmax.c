@@ -12,7 +12,7 @@
  */
 #include <math.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 #define SCALAR_SOFTMAX(name, acc_t, exp_fn)                                    \
   SA_DECLARE_SOFTMAX(name) {                                                   \

@@ -16,7 +16,7 @@
  */
 #include <math.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 #define SCALAR_SOFTMAX_ONLINE(name, acc_t, exp_fn)                             \
   SA_DECLARE_SOFTMAX_ONLINE(name) {                                            \

@@ -10,8 +10,8 @@
  * each output once (a long row's sum of P.V then loses nothing to the
  * accumulator).
  */
-#include "dtype.h"
-#include "kernels.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
 
 /* A public kernel: the typed loop for one V type. */
 #define ENTRY(declare, name, typed, type)                                      \

@@ -10,7 +10,8 @@
  */
 #include <stdint.h>
 
-uint64_t sa_peak_fma__scalar(uint64_t reps, float *sink);
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 typedef float v4f __attribute__((vector_size(16)));
 
@@ -22,18 +23,7 @@ uint64_t sa_peak_fma__scalar(uint64_t reps, float *sink) {
       a10 = m * 1.1f, a11 = m * 1.2f;
   for (uint64_t r = 0; r < reps; r++) {
 #define STEP(a) a = a * m + c
-    STEP(a0);
-    STEP(a1);
-    STEP(a2);
-    STEP(a3);
-    STEP(a4);
-    STEP(a5);
-    STEP(a6);
-    STEP(a7);
-    STEP(a8);
-    STEP(a9);
-    STEP(a10);
-    STEP(a11);
+    SA_STEP_A0_A11(STEP);
 #undef STEP
   }
   v4f s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) +

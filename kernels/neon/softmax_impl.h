@@ -10,12 +10,12 @@
  * and vmaxnmq (IEEE maxNum) does the same; the NaN then makes its own exp and
  * the row sum NaN, exactly as in the oracle.
  */
-#ifndef SA_NEON_SOFTMAX_ROWS_H
-#define SA_NEON_SOFTMAX_ROWS_H
+#ifndef SA_NEON_SOFTMAX_IMPL_H
+#define SA_NEON_SOFTMAX_IMPL_H
 
 #include <math.h>
 
-#include "common.h"
+#include "kernels/neon/util.h"
 
 typedef float32x4_t (*sa_neon_exp_fn)(float32x4_t);
 
@@ -143,4 +143,4 @@ SA_NEON_INLINE void sa_neon_softmax_online(size_t m, size_t n, float *s,
   }
 }
 
-#endif /* SA_NEON_SOFTMAX_ROWS_H */
+#endif /* SA_NEON_SOFTMAX_IMPL_H */

@@ -6,8 +6,8 @@
  * row may end right at a PROT_NONE page), and AArch64 has no masked loads, so
  * a tail of 1 to 3 floats is moved one lane at a time.
  */
-#ifndef SA_NEON_COMMON_H
-#define SA_NEON_COMMON_H
+#ifndef SA_NEON_UTIL_H
+#define SA_NEON_UTIL_H
 
 #include <arm_neon.h>
 #include <stddef.h>
@@ -72,4 +72,4 @@ SA_NEON_INLINE void sa_neon_zero(float *row, size_t from, size_t to) {
     row[j] = 0.0f;
 }
 
-#endif /* SA_NEON_COMMON_H */
+#endif /* SA_NEON_UTIL_H */

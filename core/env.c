@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env.h"
-#include "errors.h"
+#include "core/env.h"
+#include "core/errors.h"
 
 enum { VALUE_MAX = 64 };
 

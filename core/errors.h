@@ -1,6 +1,6 @@
 /* Internal: record a detail message for sa_last_error and return a status. */
-#ifndef SA_DISPATCH_ERRORS_H
-#define SA_DISPATCH_ERRORS_H
+#ifndef SA_CORE_ERRORS_H
+#define SA_CORE_ERRORS_H
 
 #include "simdattn.h"
 

@@ -1,13 +1,14 @@
 /*
  * FMA-throughput probe, AVX-512F: 512-bit vfmadd on sixteen independent
  * accumulators (2 FMA pipes x 4 cycles latency with room to spare). 32 flops
- * per FMA. Built with -mavx512f only here; called only when
- * sa_cpu_features() has AVX512F with OS-saved opmask and ZMM state.
+ * per FMA. Built with the avx512 set's flags; called only when the CPU runs
+ * that set (dispatch/registry.c).
  */
 #include <immintrin.h>
 #include <stdint.h>
 
-uint64_t sa_peak_fma__avx512(uint64_t reps, float *sink);
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 uint64_t sa_peak_fma__avx512(uint64_t reps, float *sink) {
   const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
@@ -19,22 +20,7 @@ uint64_t sa_peak_fma__avx512(uint64_t reps, float *sink) {
          a12 = a[12], a13 = a[13], a14 = a[14], a15 = a[15];
   for (uint64_t r = 0; r < reps; r++) {
 #define STEP(x) x = _mm512_fmadd_ps(x, m, c)
-    STEP(a0);
-    STEP(a1);
-    STEP(a2);
-    STEP(a3);
-    STEP(a4);
-    STEP(a5);
-    STEP(a6);
-    STEP(a7);
-    STEP(a8);
-    STEP(a9);
-    STEP(a10);
-    STEP(a11);
-    STEP(a12);
-    STEP(a13);
-    STEP(a14);
-    STEP(a15);
+    SA_STEP_A0_A15(STEP);
 #undef STEP
   }
   __m512 s0 = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));

@@ -1,12 +1,13 @@
 /*
  * FMA-throughput probe, AArch64 Advanced SIMD: 128-bit fmla on sixteen
  * independent accumulators. 8 flops per FMA. Compiled only for aarch64,
- * called only when sa_cpu_features() has NEON.
+ * called only when the CPU runs the neon set (dispatch/registry.c).
  */
 #include <arm_neon.h>
 #include <stdint.h>
 
-uint64_t sa_peak_fma__neon(uint64_t reps, float *sink);
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 uint64_t sa_peak_fma__neon(uint64_t reps, float *sink) {
   const float32x4_t m = vdupq_n_f32(0.999999f), c = vdupq_n_f32(1e-6f);
@@ -18,22 +19,7 @@ uint64_t sa_peak_fma__neon(uint64_t reps, float *sink) {
               a11 = a[11], a12 = a[12], a13 = a[13], a14 = a[14], a15 = a[15];
   for (uint64_t r = 0; r < reps; r++) {
 #define STEP(x) x = vfmaq_f32(c, x, m)
-    STEP(a0);
-    STEP(a1);
-    STEP(a2);
-    STEP(a3);
-    STEP(a4);
-    STEP(a5);
-    STEP(a6);
-    STEP(a7);
-    STEP(a8);
-    STEP(a9);
-    STEP(a10);
-    STEP(a11);
-    STEP(a12);
-    STEP(a13);
-    STEP(a14);
-    STEP(a15);
+    SA_STEP_A0_A15(STEP);
 #undef STEP
   }
   float32x4_t s = vaddq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)),

@@ -8,8 +8,8 @@
  * and trailing white space, so " 4 " is "4". A bad value is reported by the
  * call that would use it, never by one that does not.
  */
-#ifndef SA_DISPATCH_ENV_H
-#define SA_DISPATCH_ENV_H
+#ifndef SA_CORE_ENV_H
+#define SA_CORE_ENV_H
 
 #include "simdattn.h"
 

@@ -1,13 +1,14 @@
 /*
  * FMA-throughput probe, AVX2+FMA: 256-bit vfmadd on twelve independent
  * accumulators (enough for 2 FMA pipes x 4-5 cycles latency). 16 flops per
- * FMA. Built with -mavx2 -mfma only here; called only when sa_cpu_features()
- * has AVX2 and FMA with OS-saved YMM state.
+ * FMA. Built with the avx2 set's flags; called only when the CPU runs that
+ * set (dispatch/registry.c).
  */
 #include <immintrin.h>
 #include <stdint.h>
 
-uint64_t sa_peak_fma__avx2(uint64_t reps, float *sink);
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
 
 uint64_t sa_peak_fma__avx2(uint64_t reps, float *sink) {
   const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
@@ -19,18 +20,7 @@ uint64_t sa_peak_fma__avx2(uint64_t reps, float *sink) {
          a10 = _mm256_set1_ps(1.1f), a11 = _mm256_set1_ps(1.2f);
   for (uint64_t r = 0; r < reps; r++) {
 #define STEP(a) a = _mm256_fmadd_ps(a, m, c)
-    STEP(a0);
-    STEP(a1);
-    STEP(a2);
-    STEP(a3);
-    STEP(a4);
-    STEP(a5);
-    STEP(a6);
-    STEP(a7);
-    STEP(a8);
-    STEP(a9);
-    STEP(a10);
-    STEP(a11);
+    SA_STEP_A0_A11(STEP);
 #undef STEP
   }
   __m256 s = _mm256_add_ps(

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errors.h"
+#include "core/errors.h"
 #include "simdattn.h"
 
 static _Thread_local char last_error[512];
