@@ -10,6 +10,7 @@
 #   make test-emulated  the suite on emulated x86 CPUs (AVX2-only, no AVX)
 #   make test-sanitize  the suite under AddressSanitizer+UBSan, then ThreadSanitizer
 #   make test-python    the Python binding (python/), pip-installed into build/venv
+#   make fuzz           the libFuzzer harness (fuzz/) for SECONDS seconds (default 60)
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
@@ -25,7 +26,7 @@ PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo pyth
 VENV = build/venv
 
 .PHONY: all build test compare accuracy test-aarch64 test-emulated test-sanitize clean deps \
-  test-python python-venv python-check
+  test-python python-venv python-check fuzz
 
 all: build
 
@@ -113,6 +114,27 @@ test-aarch64:
 	cd build-aarch64 && QEMU_CPU=cortex-a72 SIMDATTN_EXPECT_BEST=neon \
 	  SIMDATTN_REQUIRE_SETS=neon,neon-polyexp $(CTEST)
 
+# The fuzzer against the oracle (fuzz/README.md): clang, ASan and UBSan on the
+# whole library, run for SECONDS seconds on a fresh copy of the committed
+# seeds (what it adds goes to build-fuzz/corpus, never into fuzz/corpus).
+# A finding fails the target and is kept in build-fuzz/findings/. FUZZ_ARGS
+# adds libFuzzer flags (-jobs=2, -seed=N, ...).
+SECONDS ?= 60
+FUZZ_ARGS ?=
+fuzz:
+	@sh scripts/deps.sh base fuzz
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DSA_BUILD_TESTS=OFF -DSA_BUILD_BENCH=OFF -DSA_SANITIZE=address,undefined \
+	  -DSA_FUZZ=ON $(CMAKE_FLAGS)
+	cmake --build build-fuzz -j$(JOBS) --target attention_fuzz
+	rm -rf build-fuzz/corpus
+	mkdir -p build-fuzz/corpus build-fuzz/findings
+	cp fuzz/corpus/* build-fuzz/corpus/
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 SA_FUZZ_VERBOSE=1 \
+	  build-fuzz/fuzz/attention_fuzz -max_total_time=$(SECONDS) -max_len=512 \
+	  -timeout=60 -print_final_stats=1 -artifact_prefix=build-fuzz/findings/ \
+	  $(FUZZ_ARGS) build-fuzz/corpus
+
 clean:
-	rm -rf build build-qemu build-qemu64 build-asan build-tsan build-aarch64
+	rm -rf build build-qemu build-qemu64 build-asan build-tsan build-aarch64 build-fuzz
 	rm -rf python/build python/simdattn.egg-info

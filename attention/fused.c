@@ -41,9 +41,12 @@ static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
     *ldv = p->v.seq;
     return;
   }
-  /* rows of kdim / vdim units, packed */
+  /* rows of kdim / vdim units, packed; V's start where K's would end in
+   * f32 (plan.c reserves that much), not where they end: q8_0 rows are 34
+   * bytes a block, and V right after them would lose float alignment */
   const size_t krow = p->kdim * ku, vrow = p->vdim * vu;
-  char *gk = (char *)(ws->buf + p->kvgather), *gv = gk + p->block_kv * krow;
+  char *gk = (char *)(ws->buf + p->kvgather);
+  char *gv = (char *)(ws->buf + p->kvgather + p->block_kv * p->dim_qk);
   for (size_t j = 0; j < nb;) {
     /* a run of keys in one page: one copy when its rows are adjacent (a
      * head-major page), else one per row */

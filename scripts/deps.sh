@@ -1,6 +1,6 @@
 #!/bin/sh
 # Makes sure the Debian packages a make target needs are installed.
-# Usage: scripts/deps.sh PROFILE...   (base, bench, compare, aarch64, ci, python, mpi)
+# Usage: scripts/deps.sh PROFILE...   (base, bench, compare, aarch64, ci, python, mpi, fuzz)
 # As root it installs what is missing; otherwise it prints the exact
 # apt-get line and exits 1. Nothing is fetched from anywhere but apt.
 set -eu
@@ -18,6 +18,8 @@ for profile in "$@"; do
   python) need="$need python3 python3-venv python3-numpy python3-pytest python3-torch python3-wheel" ;;
   # examples/seqpar: mpirun and the MPI C headers/library CMake's FindMPI needs
   mpi) need="$need openmpi-bin libopenmpi-dev" ;;
+  # make fuzz: clang and its runtimes (libFuzzer, ASan, UBSan), Debian 12's 14
+  fuzz) need="$need clang libclang-rt-14-dev" ;;
   aarch64) need="$need qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross libsleef-dev:arm64 libhwloc-dev:arm64"; arm64=1 ;;
   *) echo "deps.sh: unknown profile '$profile'" >&2; exit 2 ;;
   esac
