@@ -19,11 +19,11 @@
 #include "attention/internal.h"
 
 /* Where keys [j0, j0 + nb) of the tile's KV head are, as rows ld units
- * apart. A paged cache: inside one page (the caller keeps blocks there, see
- * sa_pages_in_place), else gathered into scratch. */
+ * apart. A paged cache: inside one page when in_place (the caller keeps
+ * blocks there), else gathered into scratch. */
 static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
-                    size_t j0, size_t nb, const void **k, size_t *ldk,
-                    const void **v, size_t *ldv) {
+                    int in_place, size_t j0, size_t nb, const void **k,
+                    size_t *ldk, const void **v, size_t *ldv) {
   const size_t ku = p->unit[1], vu = p->unit[2];
   if (!p->table) {
     *k = sa_at(t->k, j0 * p->k.seq, ku);
@@ -33,7 +33,7 @@ static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
     return;
   }
   const int32_t *pages = p->table + t->b * p->table_ld;
-  if (sa_pages_in_place(p)) {
+  if (in_place) {
     size_t pg = (size_t)pages[j0 / p->page], slot = j0 % p->page;
     *k = sa_at(t->k, pg * p->k.batch + slot * p->k.seq, ku);
     *v = sa_at(t->v, pg * p->v.batch + slot * p->v.seq, vu);
@@ -89,19 +89,36 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
     ldq = p->dim_qk;
   }
 
+  /* A few rows with nothing around the softmax: the set's decode kernel
+   * takes each block whose keys every row sees, score to weighted sum in
+   * one pass, and reads even small pages in place (it keeps no score tile
+   * between calls, so a 16-key page costs one call, not three and a
+   * rescale). */
+  const int dec =
+      ks->decode && m <= SA_DECODE_ROWS && !p->mods && !p->scan && !p->q_direct;
+  const int in_place = p->table && (dec || sa_pages_in_place(p));
   float *s = ws->buf;
   int first = 1;
   size_t nb;
   for (size_t j0 = r.jlo; j0 < r.jhi; j0 += nb) {
     nb = r.jhi - j0 < bkv ? r.jhi - j0 : bkv;
-    if (p->table && sa_pages_in_place(p) && nb > p->page - j0 % p->page)
+    if (in_place && nb > p->page - j0 % p->page)
       nb = p->page - j0 % p->page; /* a block never spans two pages */
     int partial, left;
     if (!sa_rows_block(p, t, &r, j0, nb, &partial, &left))
       continue;
     const void *kb, *vb;
     size_t ldk, ldv;
-    keys_at(p, t, ws, j0, nb, &kb, &ldk, &vb, &ldv);
+    keys_at(p, t, ws, in_place, j0, nb, &kb, &ldk, &vb, &ldv);
+    if (dec && !partial && !left) {
+      if (first)
+        for (size_t i = 0; i < m; i++)
+          memset(t->o + i * t->ldo, 0, p->dim_v * sizeof(float));
+      ks->decode(m, nb, p->dim_qk, p->dim_v, q, ldq, kb, ldk, p->k_type, vb,
+                 ldv, p->v_type, p->scale, r.mx, r.l, t->o, t->ldo);
+      first = 0;
+      continue;
+    }
     sa_score_any(ks, p, m, nb, q, ldq, kb, ldk, s);
     sa_rows_mods(ks, p, t, ws, &r, j0, nb, left);
     ks->softmax_online(m, nb, s, p->lds, partial ? r.hib : NULL, r.mx, r.l,

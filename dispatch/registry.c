@@ -82,7 +82,7 @@ static const sa_kernel_set kernel_sets[] = {
      .priority = 0, .cpu_features = 0, .score = sa_score__scalar,
      .softmax = sa_softmax__scalar, .softmax_online = sa_softmax_online__scalar,
      .wsum = sa_wsum__scalar, .score_mod = sa_score_mod__scalar,
-     NARROW(scalar)},
+     NARROW(scalar), .decode = sa_decode__scalar},
     /* Never chosen automatically (priority below scalar's): the set to hold
      * the others to when the float oracle's own rounding matters. */
     {SET, .name = "scalar-f64", .isa = "scalar", .exp_impl = "libm-double",
@@ -94,7 +94,7 @@ static const sa_kernel_set kernel_sets[] = {
      .score = sa_score__scalar_f64, .softmax = sa_softmax__scalar_f64,
      .softmax_online = sa_softmax_online__scalar_f64,
      .wsum = sa_wsum__scalar_f64, .score_mod = sa_score_mod__scalar,
-     NARROW_SLOTS(scalar_f64, scalar)},
+     NARROW_SLOTS(scalar_f64, scalar), .decode = sa_decode__scalar_f64},
 #if SA_HAVE_AVX2
     {SET, .name = "avx2", .isa = "avx2", EXP_SLEEF_U10,
      .about = AVX2_BLOCKING "SLEEF expf8 " SLEEF_ABOUT, .vector_bits = 256,
@@ -115,13 +115,15 @@ static const sa_kernel_set kernel_sets[] = {
      .priority = 31, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
      .softmax = sa_softmax__avx512_sleef,
      .softmax_online = sa_softmax_online__avx512_sleef, .wsum = sa_wsum__avx512,
-     .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512)},
+     .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512),
+     .decode = sa_decode__avx512_sleef},
     {SET, .name = "avx512-polyexp", .isa = "avx512", EXP_POLY_X86,
      .about = AVX512_BLOCKING POLY_ABOUT(POLY_X86_ULPS), .vector_bits = 512,
      .priority = 30, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
      .softmax = sa_softmax__avx512_poly,
      .softmax_online = sa_softmax_online__avx512_poly, .wsum = sa_wsum__avx512,
-     .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512)},
+     .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512),
+     .decode = sa_decode__avx512_poly},
 #endif
 #if SA_HAVE_AVX512BF16
     {SET, .name = "avx512bf16", .isa = "avx512", EXP_SLEEF_U10,
@@ -132,7 +134,7 @@ static const sa_kernel_set kernel_sets[] = {
      .score = sa_score__avx512, .softmax = sa_softmax__avx512_sleef,
      .softmax_online = sa_softmax_online__avx512_sleef, .wsum = sa_wsum__avx512,
      .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512),
-     .score_bf16 = sa_score_bf16_dp__avx512},
+     .score_bf16 = sa_score_bf16_dp__avx512, .decode = sa_decode__avx512_sleef},
 #endif
 #if SA_HAVE_NEON
     {SET, .name = "neon", .isa = "neon", EXP_SLEEF_U10,

@@ -8,6 +8,7 @@
 
 #include "dispatch/tiles.h"
 #include "kernels/dtype.h"
+#include "kernels/scalar/tiles.h"
 
 #if SA_HAVE_AVX2
 #include "kernels/avx2/tiles.h"
@@ -19,9 +20,13 @@
 #include "kernels/neon/tiles.h"
 #endif
 
-/* plain loops, one element at a time */
-static const sa_tiles scalar = {
-    .m = {1}, .n = {1}, .row = {1}, .d = {1}, .dv = {1}};
+/* plain loops, one element at a time; decode composes them in chunks */
+static const sa_tiles scalar = {.m = {1},
+                                .n = {1},
+                                .row = {1},
+                                .d = {1},
+                                .dv = {1},
+                                .chunk = {SA_SCALAR_DECODE_CHUNK}};
 
 #if SA_HAVE_AVX2
 static const sa_tiles avx2 = {
@@ -48,6 +53,7 @@ static const sa_tiles avx512 = {
     .d = {SA_AVX512_LANES, SA_QK8_0},
     .kc = {SA_AVX512_KC, SA_AVX512_BF16_KC},
     .dv = {SA_AVX512_LANES, (SA_AVX512_WSUM_NV * SA_AVX512_LANES)},
+    .chunk = {SA_AVX512_DECODE_CHUNK},
 };
 #endif
 

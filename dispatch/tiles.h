@@ -22,6 +22,7 @@ typedef struct sa_tiles {
   size_t d[4];     /* values of d per step of score's loops */
   size_t kc[2];    /* values of d per packed-panel chunk */
   size_t dv[4];    /* wsum's columns per vector and per register tile */
+  size_t chunk[2]; /* decode: keys per chunk */
 } sa_tiles;
 
 /* The blocking of the ISA ks runs on; the scalar set's is all ones. */

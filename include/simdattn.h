@@ -40,14 +40,14 @@ extern "C" {
 
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
-#define SA_VERSION_MINOR 5
+#define SA_VERSION_MINOR 6
 #define SA_VERSION_PATCH 0
-#define SA_VERSION_STRING "0.5.0"
+#define SA_VERSION_STRING "0.6.0"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.5.0". Compare with SA_VERSION to see which header a caller was built
+ * "0.6.0". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);
@@ -255,6 +255,31 @@ typedef void (*sa_wsum_t_fn)(size_t m, size_t n, size_t dv, const float *p,
                              const float *beta, float *o, size_t ldo);
 typedef void (*sa_convert_fn)(size_t n, const void *src, void *dst);
 
+/*
+ * decode (0.6): score, online softmax and weighted sum in one kernel for a
+ * few rows (decode: one query position, or the query heads of one KV group),
+ * with no score tile in memory: for m <= SA_DECODE_ROWS rows, n keys, K and
+ * V of types k_type and v_type (f32, f16, bf16, q8_0; ldk / ldv in their
+ * units, as score_t / wsum_t). The keys are taken in chunks of the set's
+ * own size c, from key 0, and each chunk is one online step:
+ *   s[i][j] = scale * q[i] . k[j] for the chunk's j;
+ *   new = max(mx[i], max_j s[i][j]), NaN skipped; p[i][j] = exp(s - new);
+ *   alpha = exp(mx[i] - new); l[i] = l[i] * alpha + sum_j p[i][j];
+ *   o[i][c] = alpha * o[i][c] + sum_j p[i][j] * v[j][c]  (alpha * o
+ *   rounded on its own, as wsum's beta); mx[i] = new
+ * with softmax_online's rule for a row whose max is still -INFINITY
+ * (p = 0, alpha = 1, l NaN if a score was NaN). So it equals score,
+ * softmax_online and wsum run on blocks of c keys, up to the rounding of
+ * their sums. o, mx and l are read: start with o = 0, mx = -INFINITY and
+ * l = 0 (a sink: mx = its logit, l = 1).
+ */
+#define SA_DECODE_ROWS 16
+typedef void (*sa_decode_fn)(size_t m, size_t n, size_t d, size_t dv,
+                             const float *q, size_t ldq, const void *k,
+                             size_t ldk, sa_dtype k_type, const void *v,
+                             size_t ldv, sa_dtype v_type, float scale,
+                             float *mx, float *l, float *o, size_t ldo);
+
 /* Per-type slots hold this many entries, indexed by sa_dtype. */
 #define SA_DTYPE_SLOTS 8
 
@@ -299,6 +324,10 @@ typedef struct sa_kernel_set {
    * softmax's and softmax_online's accuracy follows from it (an ULP is at
    * most 2^-23 of the value), and the tests hold each set to it. */
   float exp_ulps;
+  /* --- 0.6 */
+  /* Score to weighted sum for a few rows (above); NULL in a set without
+   * one, where the drivers run score, softmax_online and wsum instead. */
+  sa_decode_fn decode;
 } sa_kernel_set;
 
 /* Every kernel set compiled into this library, runnable here or not. */

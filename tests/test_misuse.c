@@ -623,19 +623,20 @@ static const int fp_threads[] = {1, 2, 3, 8};
 #define NFP (sizeof fp_threads / sizeof fp_threads[0])
 #define MAX_REPEAT 50
 
-/* Every tile writes its first score at its worker's scratch buf[0], so a
- * mark there before a call tells afterwards which workers ran a tile. */
+/* Every tile of both drivers writes its first row's key range at its
+ * worker's scratch len[0] (sa_rows_start), a key index far below SIZE_MAX,
+ * so a mark there before a call tells afterwards which workers ran a tile.
+ * (Not the score tile: the decode kernels keep their scores on the stack.) */
 static void mark_workers(sa_context *ctx) {
   for (int w = 0; w < ctx->nthreads; w++)
-    if (ctx->scratch[w].buf)
-      fill_sentinel(ctx->scratch[w].buf, 1);
+    if (ctx->scratch[w].len)
+      ctx->scratch[w].len[0] = SIZE_MAX;
 }
 
 static uint64_t workers_ran(const sa_context *ctx) {
-  const uint32_t mark = 0x7fa5a5a5u;
   uint64_t ran = 0;
   for (int w = 0; w < ctx->nthreads && w < 64; w++)
-    if (ctx->scratch[w].buf && memcmp(ctx->scratch[w].buf, &mark, 4) != 0)
+    if (ctx->scratch[w].len && ctx->scratch[w].len[0] != SIZE_MAX)
       ran |= UINT64_C(1) << w;
   return ran;
 }

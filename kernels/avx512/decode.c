@@ -1,0 +1,357 @@
+/*
+ * decode, AVX-512: score, online softmax and weighted sum for m <= 16 rows
+ * in one pass over K and V, in chunks of CHUNK keys (the contract is in
+ * include/simdattn.h above sa_decode_fn).
+ *
+ * Decode is a stream: each K and V byte is used by the m rows of one call
+ * and never again, so its speed is how fast K and V arrive. Run as three
+ * kernels on blocks of a thousand keys, the score tile makes a round trip
+ * through L2, and each kernel walks one stream alone: the value sum in
+ * 128-byte column strips that the prefetchers half follow. Here a chunk's
+ * scores stay in an L1 tile on the stack (16 x CHUNK floats), and the two
+ * streams are software-pipelined: while the dot products read this chunk's
+ * K rows they prefetch its V rows, and while the value sums read V they
+ * prefetch the next chunk's K rows, so the other stream is always on its
+ * way (a chunk of K and of V is 16 KiB each at d = 128, f32).
+ *
+ * Per chunk, as the contract's composition does:
+ *  - dots: DM rows x DN keys of vector accumulators over d, K read as it
+ *    lies, 32 values a step widened once (f16 / bf16 / q8_0, widen.h) for
+ *    every row; one transposed reduction stores the DM x DN scores.
+ *  - softmax step per row on the chunk's scores in L1: max, exp, sum, and
+ *    alpha = exp(mx - new).
+ *  - value sums: rows x columns register tiles chosen by m so that one
+ *    pass covers as many columns as the registers hold (m <= 2: 128
+ *    columns, m <= 4: 64, else 32 per pass of 8 rows); each V row of the
+ *    chunk is loaded (and widened) once per pass for every row. The sums
+ *    start at 0, and o = alpha * o + sum at the store, as wsum's beta: the
+ *    running o never absorbs a chunk's terms one at a time.
+ *
+ * Tails: keys of a short last group re-read the group's first key and are
+ * left out of the score store; d and dv past their ends are read masked
+ * (q8_0: whole blocks). Prefetches are issued only for keys below n.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <sleef.h>
+#include <stdint.h>
+
+#include "kernels/avx512/exp_poly.h"
+#include "kernels/avx512/tiles.h"
+#include "kernels/avx512/util.h"
+#include "kernels/avx512/widen.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
+#include "kernels/unroll.h"
+
+enum { CHUNK = SA_AVX512_DECODE_CHUNK, DM = SA_AVX512_DM, DN = SA_AVX512_DN };
+
+#define AI static inline __attribute__((always_inline))
+
+typedef __m512 (*exp16_fn)(__m512);
+
+/* Bytes of a row of `count` values of type t. */
+static size_t row_bytes(sa_dtype t, size_t count) {
+  return t == SA_F32    ? 4 * count
+         : t == SA_Q8_0 ? count / 32 * sizeof(sa_block_q8_0)
+                        : 2 * count;
+}
+
+/* Every 64-byte line of [row, row + bytes) on its way to L1. */
+AI void prefetch_row(const char *row, size_t bytes) {
+  const char *x = (const char *)((uintptr_t)row & ~(uintptr_t)63);
+  for (; x < row + bytes; x += 64)
+    _mm_prefetch(x, _MM_HINT_T0);
+}
+
+/* Values p .. p + 32 of a row of type t, rem of them valid (q8_0: p a
+ * multiple of 32 and rem >= 32), widened into lo and hi; lanes past rem
+ * are 0 and not read. */
+AI void load32(sa_dtype t, const char *row, size_t p, size_t rem, __m512 *lo,
+               __m512 *hi) {
+  if (t != SA_F32) {
+    sa_widen32(t, row, p, rem, lo, hi);
+    return;
+  }
+  const float *x = (const float *)row + p;
+  *lo =
+      rem >= 16 ? _mm512_loadu_ps(x) : _mm512_maskz_loadu_ps(sa_mask16(rem), x);
+  *hi = rem >= 32  ? _mm512_loadu_ps(x + 16)
+        : rem > 16 ? _mm512_maskz_loadu_ps(sa_mask16(rem - 16), x + 16)
+                   : _mm512_setzero_ps();
+}
+
+/* ---- dots: s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= DN */
+
+AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
+             const char *const *kr, float *s, size_t lds, size_t nk,
+             float scale) {
+  __m512 acc[DM][DN];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < mr; r++)
+    for (size_t c = 0; c < DN; c++)
+      acc[r][c] = _mm512_setzero_ps();
+  for (size_t p = 0; p < d; p += 32) {
+    size_t rem = d - p;
+    __m512 b[DN][2];
+    for (size_t c = 0; c < DN; c++)
+      load32(t, kr[c], p, rem, &b[c][0], &b[c][1]);
+#pragma GCC unroll 4
+    for (size_t r = 0; r < mr; r++) {
+      __m512 a0, a1;
+      load32(SA_F32, (const char *)(q + r * ldq), p, rem, &a0, &a1);
+      for (size_t c = 0; c < DN; c++) {
+        acc[r][c] = _mm512_fmadd_ps(a0, b[c][0], acc[r][c]);
+        acc[r][c] = _mm512_fmadd_ps(a1, b[c][1], acc[r][c]);
+      }
+    }
+  }
+  sa_dots_store(mr, acc, scale, s, lds, nk);
+}
+
+/* The chunk's scores, s[i][0..nc) for every row, K rows from k (kb bytes
+ * apart); the V rows of the same keys (vb bytes apart, vrow bytes each)
+ * are prefetched meanwhile. */
+AI void chunk_dots(sa_dtype t, size_t m, size_t nc, size_t d, const float *q,
+                   size_t ldq, const char *k, size_t kb, const char *v,
+                   size_t vb, size_t vrow, float scale, float *s) {
+  for (size_t j0 = 0; j0 < nc; j0 += DN) {
+    size_t nk = nc - j0 < DN ? nc - j0 : DN;
+    const char *kr[DN];
+    for (size_t c = 0; c < DN; c++)
+      kr[c] = k + (c < nk ? j0 + c : j0) * kb;
+    for (size_t c = 0; c < nk; c++)
+      prefetch_row(v + (j0 + c) * vb, vrow);
+    for (size_t i0 = 0; i0 < m; i0 += DM) {
+#define DOTS(r)                                                                \
+  dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, CHUNK, nk, scale)
+      SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
+#undef DOTS
+    }
+  }
+}
+
+/* ---- the online step on one row's chunk of scores, in place */
+
+static void online_row(float *s, size_t nc, float *mx, float *l, float *alpha,
+                       exp16_fn exp16) {
+  __m512 vm = _mm512_set1_ps(*mx);
+  size_t j = 0;
+  /* max(x, acc) keeps acc for a NaN x: NaN scores are skipped */
+  for (; j + 16 <= nc; j += 16)
+    vm = _mm512_max_ps(_mm512_loadu_ps(s + j), vm);
+  if (j < nc) {
+    __mmask16 k = sa_mask16(nc - j);
+    vm = _mm512_mask_max_ps(vm, k, _mm512_maskz_loadu_ps(k, s + j), vm);
+  }
+  float next = _mm512_reduce_max_ps(vm);
+  if (next == -INFINITY) {
+    /* nothing finite yet: weights 0, alpha 1; a NaN score is not lost */
+    for (j = 0; j < nc; j++) {
+      if (s[j] != s[j])
+        *l = NAN;
+      s[j] = 0.0f;
+    }
+    *alpha = 1.0f;
+    return;
+  }
+  vm = _mm512_set1_ps(next);
+  __m512 sum = _mm512_setzero_ps();
+  for (j = 0; j + 16 <= nc; j += 16) {
+    __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+    _mm512_storeu_ps(s + j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (j < nc) {
+    __mmask16 k = sa_mask16(nc - j);
+    __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), vm));
+    _mm512_mask_storeu_ps(s + j, k, e);
+    sum = _mm512_mask_add_ps(sum, k, sum, e);
+  }
+  *alpha =
+      *mx == next ? 1.0f : _mm512_cvtss_f32(exp16(_mm512_set1_ps(*mx - next)));
+  *l = *l * *alpha + _mm512_reduce_add_ps(sum);
+  *mx = next;
+}
+
+/* ---- value sums: o[r][c0 ..) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..]
+ * for rows 0..mr, NV vectors of columns (cn of them valid); the next
+ * chunk's K rows (nk rows from kn, kb bytes apart, krow bytes each) are
+ * prefetched, one per V row used. mr and NV constants at every call. */
+AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
+             const char *v, size_t vb, size_t c0, size_t cn, const float *alpha,
+             float *o, size_t ldo, const char *kn, size_t nk, size_t kb,
+             size_t krow) {
+  __m512 acc[8][8];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++)
+#pragma GCC unroll 8
+    for (size_t c = 0; c < NV; c++)
+      acc[r][c] = _mm512_setzero_ps();
+  for (size_t j = 0; j < nc; j++) {
+    if (j < nk)
+      prefetch_row(kn + j * kb, krow);
+    __m512 b[8];
+#pragma GCC unroll 4
+    for (size_t g = 0; g < NV / 2; g++) {
+      size_t at = 32 * g;
+      if (at < cn)
+        load32(t, v + j * vb, c0 + at, cn - at, &b[2 * g], &b[2 * g + 1]);
+      else
+        b[2 * g] = b[2 * g + 1] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < mr; r++) {
+      __m512 a = _mm512_set1_ps(p[r * CHUNK + j]);
+#pragma GCC unroll 8
+      for (size_t c = 0; c < NV; c++)
+        acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++) {
+    __m512 ar = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 8
+    for (size_t c = 0; c < NV; c++) {
+      if (16 * c >= cn)
+        break;
+      __mmask16 km = sa_mask16(cn - 16 * c);
+      float *out = o + r * ldo + c0 + 16 * c;
+      /* alpha * o rounded on its own, as wsum's beta */
+      __m512 x = _mm512_mul_ps(ar, _mm512_maskz_loadu_ps(km, out));
+      _mm512_mask_storeu_ps(out, km, _mm512_add_ps(x, acc[r][c]));
+    }
+  }
+}
+
+/* Every row and column of the chunk, in passes over its V rows of RB rows
+ * and 16 NV columns each (as many as the registers hold); the first pass
+ * prefetches the next chunk's K. */
+AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
+                   const char *v, size_t vb, const float *alpha, float *o,
+                   size_t ldo, const char *kn, size_t nk, size_t kb,
+                   size_t krow) {
+#define PASS(r, NV, i0)                                                        \
+  sums(t, r, NV, nc, p + (i0)*CHUNK, v, vb, c0, cn, alpha + (i0),              \
+       o + (i0)*ldo, ldo, kn, pk, kb, krow)
+  if (m <= 2) {
+    for (size_t c0 = 0; c0 < dv; c0 += 128) {
+      size_t cn = dv - c0 < 128 ? dv - c0 : 128, pk = c0 == 0 ? nk : 0;
+      if (m == 2)
+        PASS(2, 8, 0);
+      else
+        PASS(1, 8, 0);
+    }
+  } else if (m <= 4) {
+    for (size_t c0 = 0; c0 < dv; c0 += 64) {
+      size_t cn = dv - c0 < 64 ? dv - c0 : 64, pk = c0 == 0 ? nk : 0;
+      if (m == 4)
+        PASS(4, 4, 0);
+      else
+        PASS(3, 4, 0);
+    }
+  } else {
+    for (size_t i0 = 0; i0 < m; i0 += 8)
+      for (size_t c0 = 0; c0 < dv; c0 += 32) {
+        size_t cn = dv - c0 < 32 ? dv - c0 : 32;
+        size_t pk = i0 == 0 && c0 == 0 ? nk : 0;
+#define PASS2(r) PASS(r, 2, i0)
+        SA_UNROLL_1_8(m - i0 < 8 ? m - i0 : 8, PASS2);
+#undef PASS2
+      }
+  }
+#undef PASS
+}
+
+/* ---- the kernel */
+
+AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
+                     size_t dv, const float *q, size_t ldq, const void *k,
+                     size_t ldk, const void *v, size_t ldv, float scale,
+                     float *mx, float *l, float *o, size_t ldo,
+                     exp16_fn exp16) {
+  _Alignas(64) float s[SA_DECODE_ROWS * CHUNK];
+  float alpha[SA_DECODE_ROWS];
+  const size_t kb = ldk * sa_dtype_unit(kt), vb = ldv * sa_dtype_unit(vt);
+  const size_t krow = row_bytes(kt, d), vrow = row_bytes(vt, dv);
+  const char *kc = k, *vc = v;
+  for (size_t j0 = 0; j0 < n; j0 += CHUNK, kc += CHUNK * kb, vc += CHUNK * vb) {
+    size_t nc = n - j0 < CHUNK ? n - j0 : CHUNK;
+    size_t rest = n - j0 - nc, nk = rest < CHUNK ? rest : CHUNK;
+    chunk_dots(kt, m, nc, d, q, ldq, kc, kb, vc, vb, vrow, scale, s);
+    for (size_t i = 0; i < m; i++)
+      online_row(s + i * CHUNK, nc, &mx[i], &l[i], &alpha[i], exp16);
+    chunk_sums(vt, m, nc, dv, s, vc, vb, alpha, o, ldo, kc + CHUNK * kb, nk, kb,
+               krow);
+  }
+}
+
+/* One instantiation per K type, V type taken at run time per chunk pass. */
+#define DECODE_K(kt)                                                           \
+  static void decode_k_##kt(size_t m, size_t n, size_t d, size_t dv,           \
+                            const float *q, size_t ldq, const void *k,         \
+                            size_t ldk, const void *v, size_t ldv,             \
+                            sa_dtype vt, float scale, float *mx, float *l,     \
+                            float *o, size_t ldo, exp16_fn exp16) {            \
+    switch (vt) {                                                              \
+    case SA_F16:                                                               \
+      decode_typed(kt, SA_F16, m, n, d, dv, q, ldq, k, ldk, v, ldv, scale, mx, \
+                   l, o, ldo, exp16);                                          \
+      break;                                                                   \
+    case SA_BF16:                                                              \
+      decode_typed(kt, SA_BF16, m, n, d, dv, q, ldq, k, ldk, v, ldv, scale,    \
+                   mx, l, o, ldo, exp16);                                      \
+      break;                                                                   \
+    case SA_Q8_0:                                                              \
+      decode_typed(kt, SA_Q8_0, m, n, d, dv, q, ldq, k, ldk, v, ldv, scale,    \
+                   mx, l, o, ldo, exp16);                                      \
+      break;                                                                   \
+    default:                                                                   \
+      decode_typed(kt, SA_F32, m, n, d, dv, q, ldq, k, ldk, v, ldv, scale, mx, \
+                   l, o, ldo, exp16);                                          \
+      break;                                                                   \
+    }                                                                          \
+  }
+DECODE_K(SA_F32)
+DECODE_K(SA_F16)
+DECODE_K(SA_BF16)
+DECODE_K(SA_Q8_0)
+#undef DECODE_K
+
+static void decode_any(size_t m, size_t n, size_t d, size_t dv, const float *q,
+                       size_t ldq, const void *k, size_t ldk, sa_dtype kt,
+                       const void *v, size_t ldv, sa_dtype vt, float scale,
+                       float *mx, float *l, float *o, size_t ldo,
+                       exp16_fn exp16) {
+  switch (kt) {
+  case SA_F16:
+    decode_k_SA_F16(m, n, d, dv, q, ldq, k, ldk, v, ldv, vt, scale, mx, l, o,
+                    ldo, exp16);
+    break;
+  case SA_BF16:
+    decode_k_SA_BF16(m, n, d, dv, q, ldq, k, ldk, v, ldv, vt, scale, mx, l, o,
+                     ldo, exp16);
+    break;
+  case SA_Q8_0:
+    decode_k_SA_Q8_0(m, n, d, dv, q, ldq, k, ldk, v, ldv, vt, scale, mx, l, o,
+                     ldo, exp16);
+    break;
+  default:
+    decode_k_SA_F32(m, n, d, dv, q, ldq, k, ldk, v, ldv, vt, scale, mx, l, o,
+                    ldo, exp16);
+    break;
+  }
+}
+
+static __m512 exp_sleef(__m512 x) { return Sleef_expf16_u10avx512f(x); }
+static __m512 exp_poly(__m512 x) { return sa_exp16_poly(x); }
+
+SA_DECLARE_DECODE(sa_decode__avx512_sleef) {
+  decode_any(m, n, d, dv, q, ldq, k, ldk, k_type, v, ldv, v_type, scale, mx, l,
+             o, ldo, exp_sleef);
+}
+
+SA_DECLARE_DECODE(sa_decode__avx512_poly) {
+  decode_any(m, n, d, dv, q, ldq, k, ldk, k_type, v, ldv, v_type, scale, mx, l,
+             o, ldo, exp_poly);
+}

@@ -1,0 +1,228 @@
+/*
+ * Every runnable set's decode kernel (score, online softmax and weighted sum
+ * in one pass) against the double-precision reference of reference.h, for
+ * every pair of K and V types.
+ *
+ * A case is m query rows (the heads of one KV group) over n keys, the keys
+ * handed to the kernel in two calls split at a random point, so the second
+ * call continues the first's state (mx, l, o) as the drivers do from key
+ * block to key block; a third of the cases start from a sink (mx = its
+ * logit, l = 1). The result o / l and the LSE mx + log l must be within the
+ * reference's tolerance of the attention of those rows over those keys,
+ * which is what the contract's composition computes up to rounding.
+ *
+ * Shapes: n around every runnable set's chunk (c - 1, c, c + 1, 2c + 1,
+ * where chunks and tails meet), m up to SA_DECODE_ROWS (the value sums
+ * change register tiles at 2, 4 and 8 rows), d and dv around the vector
+ * widths. Every buffer ends at a PROT_NONE page, rows are sometimes wider
+ * than their data with NaN (or a NaN q8_0 scale) in the gap, which must
+ * never reach a result, and O's gaps must stay NaN.
+ */
+#include "kernels/dtype.h"
+#include "tests/reference.h"
+#include "tests/tile_sizes.h"
+
+#define MAX_SETS 16
+static const sa_kernel_set *sets[MAX_SETS];
+static int nsets;
+
+/* Guarded regions, reused: a buffer is placed so its last byte is the
+ * region's last byte before the guard page. */
+#define POOL_FLOATS (1u << 20)
+enum { Q, K, V, O, NPOOL };
+static guarded pool[NPOOL];
+
+static void *at_end(int slot, size_t bytes) {
+  if (bytes > POOL_FLOATS * sizeof(float)) {
+    fprintf(stderr, "test_decode: case too large for the pool\n");
+    exit(2);
+  }
+  return (char *)(pool[slot].p + POOL_FLOATS) - bytes;
+}
+
+/* n rows of `dim` values of type t, ld units apart (gaps NaN), from the
+ * float values x (rows dim apart); x is then overwritten with the values
+ * as the kernel will read them (rounded to t), which the reference uses. */
+static const void *typed_rows(int slot, sa_dtype t, float *x, size_t n,
+                              size_t dim, size_t ld) {
+  const size_t unit = sa_dtype_unit(t), row = sa_dtype_row(t, dim);
+  size_t bytes = n ? ((n - 1) * ld + row) * unit : unit;
+  char *base = at_end(slot, bytes);
+  for (size_t j = 0; j < n; j++) {
+    char *r = base + j * ld * unit;
+    float *xr = x + j * dim;
+    if (t == SA_Q8_0) {
+      for (size_t b = 0; b < row; b++)
+        sa_quantize_q8_0(xr + 32 * b, (sa_block_q8_0 *)r + b);
+      for (size_t b = row; b < ld && j + 1 < n; b++) {
+        sa_block_q8_0 *g = (sa_block_q8_0 *)r + b;
+        g->scale = 0x7e00; /* a NaN scale: a gap read shows */
+        memset(g->q, 1, sizeof g->q);
+      }
+    } else {
+      for (size_t p = 0; p < dim; p++) {
+        if (t == SA_F32)
+          ((float *)r)[p] = xr[p];
+        else if (t == SA_F16)
+          ((uint16_t *)r)[p] = sa_f32_to_f16(xr[p]);
+        else
+          ((uint16_t *)r)[p] = sa_f32_to_bf16(xr[p]);
+      }
+      for (size_t p = dim; p < ld && j + 1 < n; p++) {
+        if (t == SA_F32)
+          ((float *)r)[p] = NAN;
+        else
+          ((uint16_t *)r)[p] = t == SA_F16 ? 0x7e00 : 0x7fc0;
+      }
+    }
+    for (size_t p = 0; p < dim; p++)
+      xr[p] = sa_load_elem(t, r, p);
+  }
+  return base;
+}
+
+static long runs;
+
+static void decode_case(size_t m, size_t n, size_t d, size_t dv, sa_dtype kt,
+                        sa_dtype vt) {
+  const size_t pad = t_next() % 3 == 0 ? t_range(1, 3) : 0;
+  const size_t ldq = d + pad, ldk = sa_dtype_row(kt, d) + pad,
+               ldv = sa_dtype_row(vt, dv) + pad, ldo = dv + pad;
+  float *qf = xmalloc(m * d * sizeof(float));
+  float *kf = xmalloc((n ? n : 1) * d * sizeof(float));
+  float *vf = xmalloc((n ? n : 1) * dv * sizeof(float));
+  t_fill(qf, m * d, -1, 1);
+  t_fill(kf, n * d, -1, 1);
+  t_fill(vf, n * dv, -1, 1);
+  float *q = at_end(Q, ((m - 1) * ldq + d) * sizeof(float));
+  for (size_t i = 0; i < m; i++) {
+    memcpy(q + i * ldq, qf + i * d, d * sizeof(float));
+    for (size_t p = d; p < ldq && i + 1 < m; p++)
+      q[i * ldq + p] = NAN;
+  }
+  const void *k = typed_rows(K, kt, kf, n, d, ldk);
+  const void *v = typed_rows(V, vt, vf, n, dv, ldv);
+
+  float sinks[SA_DECODE_ROWS];
+  int sink = t_next() % 3 == 0;
+  for (size_t i = 0; i < m; i++)
+    sinks[i] = t_uniform(-2, 2);
+  view w;
+  memset(&w, 0, sizeof w);
+  sa_attention_desc *desc = &w.d;
+  sa_attention_desc_init(desc);
+  desc->batch = 1, desc->heads_q = m, desc->heads_kv = 1;
+  desc->len_q = 1, desc->len_kv = n, desc->dim_qk = d, desc->dim_v = dv;
+  desc->scale = t_uniform(0.05f, 1.5f);
+  desc->sinks = sink ? sinks : NULL;
+  w.q = qf, w.k = kf, w.v = vf;
+  w.qs = t_packed(m, 1, d);
+  w.ks = t_packed(1, n, d);
+  w.vs = t_packed(1, n, dv);
+  w.os = t_packed(m, 1, dv);
+  w.ls = t_packed(m, 1, 1);
+  refs r;
+  refs_compute(&w, &r);
+
+  size_t n1 = t_range(0, n);
+  float *o = at_end(O, ((m - 1) * ldo + dv) * sizeof(float));
+  float *out = xmalloc(m * dv * sizeof(float)), lse[SA_DECODE_ROWS];
+  for (int s = 0; s < nsets; s++) {
+    const sa_kernel_set *ks = sets[s];
+    t_context = ks->name;
+    float mx[SA_DECODE_ROWS], l[SA_DECODE_ROWS];
+    for (size_t i = 0; i < m; i++) {
+      mx[i] = sink ? sinks[i] : -INFINITY;
+      l[i] = sink ? 1.0f : 0.0f;
+      for (size_t c = 0; c < ldo && (c < dv || i + 1 < m); c++)
+        o[i * ldo + c] = c < dv ? 0.0f : NAN;
+    }
+    ks->decode(m, n1, d, dv, q, ldq, k, ldk, kt, v, ldv, vt, desc->scale, mx, l,
+               o, ldo);
+    ks->decode(m, n - n1, d, dv, q, ldq,
+               (const char *)k + n1 * ldk * sa_dtype_unit(kt), ldk, kt,
+               (const char *)v + n1 * ldv * sa_dtype_unit(vt), ldv, vt,
+               desc->scale, mx, l, o, ldo);
+    runs += 2;
+    int gaps = 1;
+    for (size_t i = 0; i < m; i++) {
+      for (size_t c = 0; c < dv; c++)
+        out[i * dv + c] = l[i] != 0.0f ? o[i * ldo + c] / l[i] : 0.0f;
+      for (size_t c = dv; c < ldo && i + 1 < m; c++)
+        gaps &= isnan(o[i * ldo + c]);
+      lse[i] = l[i] != 0.0f ? mx[i] + logf(l[i]) : -INFINITY;
+    }
+    CHECK(gaps, "m=%zu n=%zu d=%zu dv=%zu: wrote into O's row gap", m, n, d,
+          dv);
+    if (check_result(&w, &r, out, m * dv, lse, m))
+      printf("  in: %s, m=%zu n=%zu (split at %zu) d=%zu dv=%zu K %s V %s%s\n",
+             ks->name, m, n, n1, d, dv, sa_dtype_name(kt), sa_dtype_name(vt),
+             sink ? ", sinks" : "");
+  }
+  refs_free(&r);
+  free(out);
+  free(qf);
+  free(kf);
+  free(vf);
+}
+
+static const sa_dtype types[] = {SA_F32, SA_F16, SA_BF16, SA_Q8_0};
+
+int main(void) {
+  t_seed(17);
+  const sa_kernel_set *all[MAX_SETS];
+  int nall = t_runnable_sets(all, MAX_SETS);
+  for (int i = 0; i < nall; i++) {
+    if (all[i]->decode)
+      sets[nsets++] = all[i];
+    else
+      printf("%-16s has no decode kernel (the drivers run score, "
+             "softmax_online and wsum)\n",
+             all[i]->name);
+  }
+  for (int i = 0; i < NPOOL; i++)
+    pool[i] = g_alloc(POOL_FLOATS);
+
+  t_sizes ns = {0}, ms = {0};
+  for (int i = 0; i < nsets; i++) {
+    const sa_tiles *t = sa_kernel_set_tiles(sets[i]);
+    T_AROUND(&ns, t->chunk, 1);
+  }
+  static const size_t few[] = {1, 2, 3, 5};
+  for (size_t i = 0; i < sizeof few / sizeof few[0]; i++)
+    t_sizes_add(&ns, few[i]);
+  static const size_t rows[] = {1, 2, 3, 4, 5, 7, 8, 9, 16};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    t_sizes_add(&ms, rows[i]);
+  t_sizes_print("n", &ns);
+  t_sizes_print("m", &ms);
+  static const size_t dims[] = {1, 15, 16, 17, 31, 33, 64, 128, 129};
+
+  long cases = 0;
+  /* every m and n, f32, d and dv from the list */
+  for (size_t a = 0; a < ms.n; a++)
+    for (size_t b = 0; b < ns.n; b++, cases++)
+      decode_case(ms.v[a], ns.v[b], dims[t_range(0, 8)], dims[t_range(0, 8)],
+                  SA_F32, SA_F32);
+  /* every pair of types, d and dv multiples of 32 when q8_0 */
+  for (size_t kt = 0; kt < 4; kt++)
+    for (size_t vt = 0; vt < 4; vt++)
+      for (int it = 0; it < 12; it++, cases++) {
+        size_t m = ms.v[t_range(0, ms.n - 1)], n = ns.v[t_range(0, ns.n - 1)];
+        size_t d =
+            types[kt] == SA_Q8_0 ? 32 * t_range(1, 4) : dims[t_range(0, 8)];
+        size_t dv =
+            types[vt] == SA_Q8_0 ? 32 * t_range(1, 4) : dims[t_range(0, 8)];
+        decode_case(m, n, d, dv, types[kt], types[vt]);
+      }
+  /* longer, realistic rows */
+  for (int it = 0; it < 24; it++, cases++)
+    decode_case(t_range(1, 16), t_range(100, 1100), it % 2 ? 128 : 64,
+                it % 2 ? 128 : 64, types[it % 4], types[(it / 4) % 4]);
+  for (int s = 0; s < nsets; s++)
+    printf("%-16s decode tested\n", sets[s]->name);
+  printf("%ld cases, %ld kernel calls\n", cases, runs);
+  for (int i = 0; i < NPOOL; i++)
+    g_free(&pool[i]);
+  return t_finish("test_decode");
+}
