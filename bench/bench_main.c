@@ -1,6 +1,7 @@
 /*
  * simdattn_bench: every kernel set of the registry, its micro-kernels and
- * whole attention, against the peak probes and an OpenBLAS baseline.
+ * whole attention, against the peak probes and the OpenBLAS and oneDNN
+ * baselines.
  *
  *   simdattn_bench [--sa_suite=default|quick] [--sa_threads=N]
  *                  [--sa_peak=isa:GFLOPS,...,mem:GBs] [--sa_mem_mib=N]
@@ -29,10 +30,11 @@ static void usage(void) {
           "simdattn_bench flags (besides Google Benchmark's --benchmark_*):\n"
           "  --sa_suite=default|quick   shapes to register (quick: tiny)\n"
           "  --sa_threads=N             worker threads per context (1)\n"
-          "  --sa_peak=isa:G,...,mem:B  peaks (GFLOP/s per thread, GB/s) "
-          "instead of\n"
-          "                             a short measurement, for %% of peak\n"
-          "  --sa_mem_mib=N             streaming-read probe size (1024; quick "
+          "  --sa_peak=isa:G,...,mem:B  peaks (GFLOP/s per thread; read GB/s "
+          "at\n"
+          "                             --sa_threads) instead of a short "
+          "measurement\n"
+          "  --sa_mem_mib=N             memory probes' buffer (1024; quick "
           "256)\n"
           "  --sa_print=context|slug|sets  print and exit\n");
 }
@@ -90,6 +92,9 @@ int main(int argc, char **argv) {
 #ifdef SA_BENCH_HAVE_OPENBLAS
   sa_openblas_set_threads(sa_bench_cfg.threads);
 #endif
+#ifdef SA_BENCH_HAVE_ONEDNN
+  sa_onednn_set_threads(sa_bench_cfg.threads);
+#endif
   if (print) {
     if (!strcmp(print, "context")) {
       sa_bench_print_context();
@@ -103,6 +108,9 @@ int main(int argc, char **argv) {
           printf("%s\n", sa_kernel_set_at(i)->name);
 #ifdef SA_BENCH_HAVE_OPENBLAS
       printf("openblas\n");
+#endif
+#ifdef SA_BENCH_HAVE_ONEDNN
+      printf("onednn\n");
 #endif
     } else {
       fprintf(stderr, "simdattn_bench: --sa_print is context, slug or sets\n");
