@@ -54,6 +54,8 @@ typedef struct sa_bench_bw {
   const char *isa;     /* whose read probe */
 } sa_bench_bw;
 
+/* Bytes of last-level cache (every instance) hwloc reports; 0 unknown. */
+size_t sa_bench_llc_bytes(void);
 /* The probe buffer (sa_bench_cfg.mem_bytes), allocated and touched once. */
 unsigned char *sa_peak_mem_buffer(void);
 /* The ISA whose read probe runs: the best runnable kernel set's. */

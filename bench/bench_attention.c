@@ -23,8 +23,10 @@
  *                scalar set (three_pass) on the same inputs; computed once,
  *                outside the timed loop
  *
- * Decode shapes rotate through copies of K and V spanning 512 MiB, so every
- * call reads its KV cache from memory as a real decoder does; the others
+ * Decode shapes (the batched and paged ones too) rotate through copies of K
+ * and V spanning 512 MiB (quick 64 MiB; at least twice the last-level
+ * cache), so every call reads its KV cache from memory as a real decoder
+ * does; the others
  * keep one copy (a head's K and V stay in cache across query blocks, as in a
  * real prefill).
  */
@@ -329,7 +331,8 @@ static shape_data *data_for(int idx) {
         (size_t)ld->cu[NSEQ] * s->hq * s->d;
   }
   cur.kv_bytes = sa_dtype_bytes(s->kvt, cur.kv_elems);
-  if (s->kind == DECODE) {
+  /* every decode kind reads its cache from memory, as a decoder does */
+  if (s->kind == DECODE || s->kind == MIXED || s->kind == PAGED) {
     cur.copies = sa_bench_cfg.decode_bytes / (2 * cur.kv_bytes);
     if (cur.copies < 1)
       cur.copies = 1;

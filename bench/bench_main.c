@@ -35,7 +35,8 @@ static void usage(void) {
           "                             --sa_threads) instead of a short "
           "measurement\n"
           "  --sa_mem_mib=N             memory probes' buffer (1024; quick "
-          "256)\n"
+          "256;\n"
+          "                             at least 2x the last-level cache)\n"
           "  --sa_print=context|slug|sets  print and exit\n");
 }
 
@@ -88,6 +89,17 @@ int main(int argc, char **argv) {
     if (!mem_given)
       sa_bench_cfg.mem_bytes = (size_t)256 << 20;
   }
+  /* Both must stream from memory, not from the last-level cache: a decode
+   * row served by the cache would beat a probe that is not, and a probe
+   * served by it would not be a memory bandwidth. So both span at least
+   * twice the cache hwloc reports, in steps of 256 MiB (a VM may report its
+   * host's whole L3: then they are larger than needed, never too small). */
+  size_t floor = 2 * sa_bench_llc_bytes(), step = (size_t)256 << 20;
+  floor = (floor + step - 1) / step * step;
+  if (!mem_given && sa_bench_cfg.mem_bytes < floor)
+    sa_bench_cfg.mem_bytes = floor;
+  if (sa_bench_cfg.decode_bytes < floor)
+    sa_bench_cfg.decode_bytes = floor;
 
 #ifdef SA_BENCH_HAVE_OPENBLAS
   sa_openblas_set_threads(sa_bench_cfg.threads);

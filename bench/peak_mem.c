@@ -11,7 +11,8 @@
  *          two reads and a write per element): a reference line only.
  *
  * Both pass over one buffer far larger than the last-level cache
- * (--sa_mem_mib, 1 GiB; quick 256 MiB), asked for in huge pages where the
+ * (--sa_mem_mib; 1 GiB, quick 256 MiB, or twice the cache hwloc reports
+ * if that is more: bench_main.c), asked for in huge pages where the
  * kernel offers them (fewer TLB misses: an upper bound, as a probe must
  * be). With several threads each reads its own slice; the threads are
  * started once and kept, a barrier starts a pass and a second one ends it,
@@ -26,6 +27,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <hwloc.h>
+
 #include "bench/bench.h"
 #include "dispatch/registry.h"
 
@@ -35,6 +38,30 @@
 enum { PREFETCH = 1024 };
 
 /* ---------------------------------------------------------------- buffer */
+
+size_t sa_bench_llc_bytes(void) {
+  static size_t llc = (size_t)-1;
+  if (llc != (size_t)-1)
+    return llc;
+  llc = 0;
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t))
+    return llc;
+  if (!hwloc_topology_load(t)) {
+    /* every instance of the last level there is: all of them serve a
+     * multi-threaded read */
+    static const hwloc_obj_type_t levels[] = {HWLOC_OBJ_L3CACHE,
+                                              HWLOC_OBJ_L2CACHE};
+    for (int k = 0; k < 2 && !llc; k++) {
+      int n = hwloc_get_nbobjs_by_type(t, levels[k]);
+      for (int i = 0; i < n; i++)
+        llc +=
+            hwloc_get_obj_by_type(t, levels[k], (unsigned)i)->attr->cache.size;
+    }
+  }
+  hwloc_topology_destroy(t);
+  return llc;
+}
 
 static unsigned char *mem_buf;
 

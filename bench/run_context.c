@@ -73,6 +73,11 @@ static void gather_context(void) {
   put("sa_onednn", "%s", "not built (no libdnnl-dev)");
 #endif
   put("sa_read_probe", "%s (the best runnable set's ISA)", sa_peak_read_isa());
+  put("sa_memory",
+      "probe buffer %zu MiB, decode K/V rotation %zu MiB; last-level cache "
+      "%zu MiB (hwloc)",
+      sa_bench_cfg.mem_bytes >> 20, sa_bench_cfg.decode_bytes >> 20,
+      sa_bench_llc_bytes() >> 20);
 
   /* Threads and pinning as a context of the oracle set reports them. */
   sa_context_options o;
