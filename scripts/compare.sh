@@ -19,7 +19,7 @@
 # Usage: scripts/compare.sh [--quick] [--threads N] [--mt-threads N] [--reps N]
 #                           [--min-time S] [--filter REGEX] [--build DIR]
 #                           [--out DIR]
-#   --quick      the tiny suite (under 30 s), and the accuracy sweep's short rows
+#   --quick      the tiny suite (about 30 s), and the accuracy sweep's short rows
 #   --threads N  worker threads per context and for the baselines (default 1)
 #   --mt-threads N  threads of the second pass (2; 0: no second pass)
 #   --reps N     repetitions per benchmark, the table shows the median (3)
@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
   --filter) filter=$2; shift ;;
   --build) build=$2; shift ;;
   --out) out=$2; shift ;;
-  -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "compare: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

@@ -592,7 +592,7 @@ set boxwidth 0.9
 {yaxis}
 set ylabel '{ylabel}'
 set grid ytics
-set xtics rotate by -30 scale 0
+set xtics rotate by 30 right scale 0
 set key outside right top
 plot {plots}
 """
