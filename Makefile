@@ -2,8 +2,9 @@
 # makes sure the Debian packages are there and picks build directories.
 #
 #   make test           build (Release) and run the whole CTest suite
-#   make compare        build, benchmark every kernel set here, print + write results
-#   make compare QUICK=1  the same on a tiny suite (under 30 s); THREADS=n for n workers
+#   make compare        build, benchmark every kernel set here (1 thread, then the
+#                       summary shapes on 2), print + write results and summary.csv
+#   make compare QUICK=1  the same on a tiny suite (about 30 s); THREADS=n for n workers
 #   make accuracy       the accuracy table alone: every kernel set's error against
 #                       double precision, beside plain fp32 (QUICK=1: shorter rows)
 #   make test-aarch64   cross-build for AArch64 and run the suite under qemu

@@ -4,11 +4,14 @@
  *
  * Benchmark names map onto the code:
  *   peak/fma/<isa>                      kernels/<isa>/peak.c
- *   peak/mem/read_<size>                bench/peak_mem.c
+ *   peak/read/<isa>/<size>_t<n>         kernels/<isa>/peak_read.c through
+ *                                       bench/peak_mem.c, n threads
+ *   peak/triad/baseline/<size>_t<n>     bench/peak_mem.c (reference only)
  *   kernel/<op>/<set>/<m>x<n>[_d<d>]    the <op> slot of kernel set <set>
  *   attn/<algo>/<set>/<shape>           sa_attention, algorithm three_pass or
  *                                       fused, context isa = <set>
  *   attn/gemm/openblas/<shape>          bench/baseline_openblas.c
+ *   attn/gemm/onednn/<shape>            bench/baseline_onednn.c
  * Kernel set names come from the registry, never from this directory.
  */
 #ifndef SA_BENCH_H
@@ -24,7 +27,7 @@ typedef struct sa_bench_config {
   int threads;         /* --sa_threads=N: worker threads per context (1) */
   int quick;           /* --sa_suite=quick: the tiny suite */
   double min_time;     /* --benchmark_min_time as given, 0 if not */
-  size_t mem_bytes;    /* streaming-read probe size */
+  size_t mem_bytes;    /* memory probes' buffer size */
   size_t decode_bytes; /* decode shapes rotate K/V copies over this much */
 } sa_bench_config;
 
@@ -36,13 +39,32 @@ extern sa_bench_config sa_bench_cfg;
  * threads): from --sa_peak if given, else measured once, briefly, here. 0 if
  * no probe runs here. isa NULL: the best of all probes. */
 double sa_peak_gflops(const char *isa);
-/* Streaming-read bandwidth, GB/s (1e9 bytes), same rules. */
+/* Read bandwidth for sa_bench_cfg.threads threads, GB/s (1e9 bytes), same
+ * rules (mem:GBs in --sa_peak). */
 double sa_peak_mem_gbs(void);
 /* Parses --sa_peak=isa:GFLOPS,...,mem:GBs; 0 on success. */
 int sa_peak_parse(const char *spec);
 
-/* bench/peak_mem.c: reads bytes (a multiple of 64) and folds them. */
-uint64_t sa_peak_read(const void *buf, size_t bytes);
+/* ------------------------------------------ memory probes: peak_mem.c */
+
+typedef struct sa_bench_bw {
+  double gbs;          /* the best pass, GB/s */
+  double gbs_plain;    /* the best pass without software prefetch */
+  double gbs_prefetch; /* the best pass with it */
+  const char *isa;     /* whose read probe */
+} sa_bench_bw;
+
+/* Bytes of last-level cache (every instance) hwloc reports; 0 unknown. */
+size_t sa_bench_llc_bytes(void);
+/* The probe buffer (sa_bench_cfg.mem_bytes), allocated and touched once. */
+unsigned char *sa_peak_mem_buffer(void);
+/* The ISA whose read probe runs: the best runnable kernel set's. */
+const char *sa_peak_read_isa(void);
+/* Read bandwidth of threads threads, each reading its slice of the buffer:
+ * the best of passes passes without and passes with prefetch. */
+sa_bench_bw sa_peak_read_measure(int threads, int passes);
+/* STREAM triad in baseline C on the same buffer, best of passes, GB/s. */
+double sa_peak_triad_measure(int threads, int passes);
 
 void sa_bench_register_peaks(void);
 void sa_bench_register_kernels(void);
@@ -86,6 +108,21 @@ void sa_openblas_set_threads(int n);
  * [B,H,L,D] tensors; s holds len_q*len_kv floats. */
 void sa_openblas_attention(const sa_attention_desc *d, const float *q,
                            const float *k, const float *v, float *o, float *s);
+#endif
+
+#ifdef SA_BENCH_HAVE_ONEDNN
+/* bench/baseline_onednn.c: oneDNN matmul + softmax + matmul primitives per
+ * (batch, KV head), made once per shape. Packed [B,H,L,D] tensors. */
+typedef struct sa_onednn_attn sa_onednn_attn;
+const char *sa_onednn_describe(void);
+void sa_onednn_set_threads(int n);
+/* NULL on failure, with the reason in err. */
+sa_onednn_attn *sa_onednn_create(const sa_attention_desc *d, char *err,
+                                 size_t len);
+/* 0 on success. */
+int sa_onednn_run(sa_onednn_attn *a, const float *q, const float *k,
+                  const float *v, float *o);
+void sa_onednn_destroy(sa_onednn_attn *a);
 #endif
 
 #endif /* SA_BENCH_H */

@@ -23,8 +23,10 @@
  *                scalar set (three_pass) on the same inputs; computed once,
  *                outside the timed loop
  *
- * Decode shapes rotate through copies of K and V spanning 512 MiB, so every
- * call reads its KV cache from memory as a real decoder does; the others
+ * Decode shapes (the batched and paged ones too) rotate through copies of K
+ * and V spanning 512 MiB (quick 64 MiB; at least twice the last-level
+ * cache), so every call reads its KV cache from memory as a real decoder
+ * does; the others
  * keep one copy (a head's K and V stay in cache across query blocks, as in a
  * real prefill).
  */
@@ -68,6 +70,8 @@ typedef struct shape {
   size_t window;
   size_t page;      /* PAGED */
   sa_dtype qt, kvt; /* Q and O; K and V (f32 unless a row says) */
+  char summary[48]; /* its name in summary.csv, "" if not there */
+  size_t ref_elems; /* O elements checked against the oracle (0: all) */
 } shape;
 
 #define MAX_SHAPES 32
@@ -78,7 +82,7 @@ static float *refs[MAX_SHAPES]; /* the oracle's output, once per shape */
 static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
                       size_t d) {
   shape *s = &shapes[n_shapes++];
-  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0, 0, SA_F32, SA_F32};
+  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0, 0, SA_F32, SA_F32, "", 0};
   switch (kind) {
   case PREFILL:
     snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu", lq, d, hq);
@@ -140,6 +144,35 @@ static void typed(sa_dtype qt, sa_dtype kvt) {
   size_t n = strlen(s->name);
   snprintf(s->name + n, sizeof s->name - n, "_%s%s", sa_dtype_name(kvt),
            qt == SA_F32 ? "kv" : "");
+}
+
+/* Puts the last shape (f32, batch 1, one of the four basic kinds) in
+ * summary.csv, under a name that says what it is: prefill-L2048-d128[-h8]
+ * (no -h: one head), causal-L2048-d128-h8, decode-L4096-h32-kv8 (or -mha
+ * when every query head has its own KV head), cross-Lq77-L4096. The row's
+ * label carries it into the JSON. */
+static void summary(void) {
+  shape *s = &shapes[n_shapes - 1];
+  char h[24] = "";
+  if (s->hq > 1)
+    snprintf(h, sizeof h, "-h%zu", s->hq);
+  switch (s->kind) {
+  case PREFILL:
+  case CAUSAL:
+    snprintf(s->summary, sizeof s->summary, "%s-L%zu-d%zu%s",
+             s->kind == PREFILL ? "prefill" : "causal", s->lq, s->d, h);
+    break;
+  case DECODE:
+    if (s->hq == s->hkv)
+      snprintf(s->summary, sizeof s->summary, "decode-L%zu-h%zu-mha", s->lkv,
+               s->hq);
+    else
+      snprintf(s->summary, sizeof s->summary, "decode-L%zu-h%zu-kv%zu", s->lkv,
+               s->hq, s->hkv);
+    break;
+  default:
+    snprintf(s->summary, sizeof s->summary, "cross-Lq%zu-L%zu", s->lq, s->lkv);
+  }
 }
 
 /* Keys of sequence b in MIXED/PAGED (1/8 .. 8/8 of len_kv), or its length in
@@ -240,6 +273,13 @@ static double flops_of(const shape *s) {
   return 2.0 * (double)(s->d + s->d) * visible_pairs(s) * (double)s->hq;
 }
 
+/* A summary shape whose oracle call would take over a second (~3 GFLOP/s).
+ * These time only each ISA's most accurate exp (no oracle rows, no
+ * -polyexp rows: they would cost minutes of make compare), and check the
+ * error on the first KV head's query heads, so the oracle's reference
+ * costs one head. */
+static int big(const shape *s) { return s->summary[0] && flops_of(s) > 4e9; }
+
 /* ---------------------------------------------------------------- data */
 
 typedef struct shape_data {
@@ -291,7 +331,8 @@ static shape_data *data_for(int idx) {
         (size_t)ld->cu[NSEQ] * s->hq * s->d;
   }
   cur.kv_bytes = sa_dtype_bytes(s->kvt, cur.kv_elems);
-  if (s->kind == DECODE) {
+  /* every decode kind reads its cache from memory, as a decoder does */
+  if (s->kind == DECODE || s->kind == MIXED || s->kind == PAGED) {
     cur.copies = sa_bench_cfg.decode_bytes / (2 * cur.kv_bytes);
     if (cur.copies < 1)
       cur.copies = 1;
@@ -379,7 +420,13 @@ static const float *ensure_ref(int idx, shape_data *sd) {
   if (refs[idx])
     return refs[idx];
   sa_context *ctx = context_for(sa_bench_oracle());
-  sa_attention_desc d = desc_of(&shapes[idx], SA_ALGO_THREE_PASS, &sd->ld);
+  shape *s = &shapes[idx];
+  sa_attention_desc d = desc_of(s, SA_ALGO_THREE_PASS, &sd->ld);
+  if (big(s)) { /* batch 1: the first group's heads lead Q and O */
+    d.heads_q = s->hq / s->hkv;
+    d.heads_kv = 1;
+    s->ref_elems = d.heads_q * s->lq * s->d;
+  }
   float *r = sa_bench_alloc(sd->o_elems);
   if (!ctx || call(ctx, &shapes[idx], &d, sd, sd->k, sd->v, r) != SA_OK) {
     sa_bench_free(r);
@@ -403,9 +450,29 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
 
 /* ---------------------------------------------------------------- rows */
 
+#ifdef SA_BENCH_HAVE_ONEDNN
+/* The oneDNN primitives of one shape, made outside the timed loop; a new
+ * shape replaces them (shapes run one after another). */
+static sa_onednn_attn *dnnl_attn;
+static int dnnl_shape = -1;
+
+static sa_onednn_attn *onednn_for(int idx, const sa_attention_desc *d,
+                                  char *err, size_t len) {
+  if (dnnl_shape != idx) {
+    sa_onednn_destroy(dnnl_attn);
+    dnnl_attn = sa_onednn_create(d, err, len);
+    dnnl_shape = dnnl_attn ? idx : -1;
+  }
+  return dnnl_attn;
+}
+#endif
+
+enum { KERNELS, OPENBLAS, ONEDNN };
+
 typedef struct attn_arg {
   int shape;
-  const sa_kernel_set *ks; /* NULL: the OpenBLAS baseline */
+  int what;                /* KERNELS (a kernel set) or a baseline */
+  const sa_kernel_set *ks; /* KERNELS: the set */
   sa_algorithm algo;
   int have_err;
   double err;
@@ -421,13 +488,23 @@ static void bm_attention(sa_bench_state *st, void *argp) {
   int makes_ref =
       a->ks == oracle && a->algo == SA_ALGO_THREE_PASS && !refs[a->shape];
   sa_context *ctx = NULL;
-  if (a->ks && !(ctx = context_for(a->ks))) {
+  if (a->what == KERNELS && !(ctx = context_for(a->ks))) {
     sa_bench_skip_with_error(st, "sa_context_create failed");
     return;
   }
 #ifdef SA_BENCH_HAVE_OPENBLAS
-  if (!a->ks && !sd->s)
+  if (a->what == OPENBLAS && !sd->s)
     sd->s = sa_bench_alloc(s->lq * s->lkv);
+#endif
+#ifdef SA_BENCH_HAVE_ONEDNN
+  sa_onednn_attn *dnnl = NULL;
+  if (a->what == ONEDNN) {
+    char err[200];
+    if (!(dnnl = onednn_for(a->shape, &desc, err, sizeof err))) {
+      sa_bench_skip_with_error(st, err);
+      return;
+    }
+  }
 #endif
   if (!a->have_err && !makes_ref && !ensure_ref(a->shape, sd)) {
     sa_bench_skip_with_error(st, "the oracle failed on this shape");
@@ -440,22 +517,30 @@ static void bm_attention(sa_bench_state *st, void *argp) {
     size_t c = it++ % sd->copies;
     const void *k = (const char *)sd->k + c * sd->kv_bytes;
     const void *v = (const char *)sd->v + c * sd->kv_bytes;
-    if (a->ks) {
+    if (a->what == KERNELS) {
       sa_status r = call(ctx, s, &desc, sd, k, v, sd->o);
       if (r != SA_OK)
         rc = r;
-    } else {
+    }
 #ifdef SA_BENCH_HAVE_OPENBLAS
+    if (a->what == OPENBLAS)
       sa_openblas_attention(&desc, sd->q, (const float *)k, (const float *)v,
                             sd->o, sd->s);
 #endif
-    }
+#ifdef SA_BENCH_HAVE_ONEDNN
+    if (a->what == ONEDNN &&
+        sa_onednn_run(dnnl, sd->q, (const float *)k, (const float *)v, sd->o))
+      rc = SA_ERR_BAD_ARGUMENT; /* reported as oneDNN's below */
+#endif
     sa_bench_clobber_memory();
   }
   if (rc != SA_OK) {
     char msg[300];
-    snprintf(msg, sizeof msg, "sa_attention: %s %s", sa_status_str(rc),
-             sa_last_error());
+    if (a->what == ONEDNN)
+      snprintf(msg, sizeof msg, "oneDNN: a primitive failed to execute");
+    else
+      snprintf(msg, sizeof msg, "sa_attention: %s %s", sa_status_str(rc),
+               sa_last_error());
     sa_bench_skip_with_error(st, msg);
     return;
   }
@@ -466,7 +551,8 @@ static void bm_attention(sa_bench_state *st, void *argp) {
     memcpy(refs[a->shape], o32, sd->o_elems * sizeof(float));
   }
   if (!a->have_err) {
-    a->err = max_abs_diff(o32, refs[a->shape], sd->o_elems);
+    a->err = max_abs_diff(o32, refs[a->shape],
+                          s->ref_elems ? s->ref_elems : sd->o_elems);
     a->have_err = 1;
   }
 
@@ -474,7 +560,7 @@ static void bm_attention(sa_bench_state *st, void *argp) {
   double flops = flops_of(s);
   sa_bench_counter(st, "flops", flops, SA_BENCH_PLAIN);
   sa_bench_counter(st, "GFLOPS", flops * iters * 1e-9, SA_BENCH_RATE);
-  double peak = sa_peak_gflops(a->ks ? a->ks->isa : NULL);
+  double peak = sa_peak_gflops(a->what == KERNELS ? a->ks->isa : NULL);
   if (peak > 0)
     sa_bench_counter(st, "pct_peak", 100.0 * flops * iters * 1e-9 / peak,
                      SA_BENCH_RATE);
@@ -493,29 +579,55 @@ static void bm_attention(sa_bench_state *st, void *argp) {
                        SA_BENCH_RATE);
   }
   sa_bench_counter(st, "max_abs_err", a->err, SA_BENCH_PLAIN);
+  if (s->summary[0]) { /* what summary.csv says of the shape */
+    sa_bench_set_label(st, s->summary);
+    sa_bench_counter(st, "batch", (double)s->batch, SA_BENCH_PLAIN);
+    sa_bench_counter(st, "heads_q", (double)s->hq, SA_BENCH_PLAIN);
+    sa_bench_counter(st, "heads_kv", (double)s->hkv, SA_BENCH_PLAIN);
+    sa_bench_counter(st, "len_q", (double)s->lq, SA_BENCH_PLAIN);
+    sa_bench_counter(st, "len_kv", (double)s->lkv, SA_BENCH_PLAIN);
+    sa_bench_counter(st, "dim", (double)s->d, SA_BENCH_PLAIN);
+    sa_bench_counter(st, "causal", s->kind == CAUSAL, SA_BENCH_PLAIN);
+  }
 }
 
-static void add(int shape_idx, const sa_kernel_set *ks, sa_algorithm algo) {
+/* Whether no runnable set of ks's ISA has a more accurate exp (a -polyexp
+ * set has a less accurate one): by the registry's exp_ulps, not by name. */
+static int most_accurate_exp(const sa_kernel_set *ks) {
+  for (size_t i = 0; i < sa_kernel_set_count(); i++) {
+    const sa_kernel_set *o = sa_kernel_set_at(i);
+    if (sa_bench_timed(o) && !strcmp(o->isa, ks->isa) &&
+        o->exp_ulps < ks->exp_ulps)
+      return 0;
+  }
+  return 1;
+}
+
+/* A row: kernel set ks (what == KERNELS) or a baseline. */
+static void add(int shape_idx, int what, const sa_kernel_set *ks,
+                sa_algorithm algo) {
   attn_arg *a = calloc(1, sizeof *a); /* lives until exit */
   if (!a)
     abort();
   a->shape = shape_idx;
+  a->what = what;
   a->ks = ks;
   a->algo = algo;
   const shape *s = &shapes[shape_idx];
   char name[160];
-  if (ks)
+  if (what == KERNELS)
     snprintf(name, sizeof name, "attn/%s/%s/%.63s",
              algo == SA_ALGO_FUSED ? "fused" : "three_pass", ks->name, s->name);
   else
-    snprintf(name, sizeof name, "attn/gemm/openblas/%.63s", s->name);
+    snprintf(name, sizeof name, "attn/gemm/%s/%.63s",
+             what == OPENBLAS ? "openblas" : "onednn", s->name);
   sa_bench *b = sa_bench_register(name, bm_attention, a);
   sa_bench_set_unit(b, SA_BENCH_MS);
   sa_bench_timing(b);
   /* The oracle is slow (plain C, no FMA, ~3 GFLOP/s): where a call takes
    * half a second or more, one call is the measurement, and one repetition.
    * (Google Benchmark then appends /min_time:0.001/repeats:1 to the name.) */
-  if (ks && ks->cpu_features == 0 &&
+  if (what == KERNELS && ks->cpu_features == 0 &&
       flops_of(s) / sa_bench_cfg.threads > 1.5e9) {
     sa_bench_set_repetitions(b, 1);
     sa_bench_set_min_time(b, 1e-3);
@@ -525,9 +637,13 @@ static void add(int shape_idx, const sa_kernel_set *ks, sa_algorithm algo) {
 void sa_bench_register_attention(void) {
   if (sa_bench_cfg.quick) {
     add_shape(PREFILL, 2, 2, 256, 256, 64);
+    summary();
     add_shape(CAUSAL, 2, 2, 256, 256, 64);
+    summary();
     add_shape(DECODE, 8, 2, 1, 1024, 64);
+    summary();
     add_shape(CROSS, 2, 2, 77, 512, 64);
+    summary();
     add_shape(PADDED, 2, 2, 256, 256, 64);
     add_shape(WINDOW, 2, 2, 512, 512, 64);
     add_shape(SOFTCAP, 2, 2, 256, 256, 64);
@@ -545,15 +661,29 @@ void sa_bench_register_attention(void) {
     add_shape(PREFILL, 2, 2, 256, 256, 64);
     typed(SA_BF16, SA_BF16);
   } else {
-    /* Prefill with 4 heads: one core's GFLOP/s does not depend on the head
-     * count, and 4 keep the scalar rows of the default suite affordable. */
+    /* The shapes of summary.csv. Prefill of one head (a kernel's own
+     * efficiency), then 8 and 32 heads of the same work per head (what the
+     * caches make of many heads in flight), causal, GQA and MHA decode,
+     * cross-attention. The big ones time no oracle and no -polyexp row
+     * (big()). */
     static const size_t lens[] = {512, 2048, 4096}, dims[] = {64, 128};
     for (size_t i = 0; i < 3; i++)
-      for (size_t j = 0; j < 2; j++)
-        add_shape(PREFILL, 4, 4, lens[i], lens[i], dims[j]);
+      for (size_t j = 0; j < 2; j++) {
+        add_shape(PREFILL, 1, 1, lens[i], lens[i], dims[j]);
+        summary();
+      }
+    add_shape(PREFILL, 8, 8, 2048, 2048, 128);
+    summary();
+    add_shape(PREFILL, 32, 32, 2048, 2048, 128);
+    summary();
     add_shape(CAUSAL, 8, 8, 2048, 2048, 128);
+    summary();
     add_shape(DECODE, 32, 8, 1, 4096, 128);
+    summary();
+    add_shape(DECODE, 32, 32, 1, 4096, 128);
+    summary();
     add_shape(CROSS, 8, 8, 77, 4096, 64);
+    summary();
     /* What models put around the softmax; the two window rows show the
      * cost follows the window, not the square of the length. */
     add_shape(PADDED, 4, 4, 1024, 1024, 128);
@@ -578,7 +708,7 @@ void sa_bench_register_attention(void) {
       add_shape(DECODE, 32, 8, 1, 4096, 128);
       typed(SA_F32, kv[t]);
     }
-    add_shape(PREFILL, 4, 4, 2048, 2048, 128);
+    add_shape(PREFILL, 1, 1, 2048, 2048, 128);
     typed(SA_BF16, SA_BF16);
   }
 
@@ -588,19 +718,25 @@ void sa_bench_register_attention(void) {
     /* The oracle first: its three_pass row leaves the reference behind. */
     /* a paged cache is read by the fused driver only */
     size_t a0 = shapes[si].kind == PAGED ? 1 : 0;
-    for (size_t a = a0; a < 2; a++)
-      add((int)si, oracle, algos[a]);
+    int is_big = big(&shapes[si]);
+    for (size_t a = a0; a < 2 && !is_big; a++)
+      add((int)si, KERNELS, oracle, algos[a]);
     for (size_t i = 0; i < sa_kernel_set_count(); i++) {
       const sa_kernel_set *ks = sa_kernel_set_at(i);
-      if (ks == oracle || !sa_bench_timed(ks))
+      if (ks == oracle || !sa_bench_timed(ks) ||
+          (is_big && !most_accurate_exp(ks)))
         continue;
       for (size_t a = a0; a < 2; a++)
-        add((int)si, ks, algos[a]);
+        add((int)si, KERNELS, ks, algos[a]);
     }
+    /* the baselines know no masks beyond causal, window or softcap */
+    if (shapes[si].kind <= CROSS && shapes[si].kvt == SA_F32) {
 #ifdef SA_BENCH_HAVE_OPENBLAS
-    /* the baseline knows no masks beyond causal, window or softcap */
-    if (shapes[si].kind <= CROSS && shapes[si].kvt == SA_F32)
-      add((int)si, NULL, SA_ALGO_THREE_PASS);
+      add((int)si, OPENBLAS, NULL, SA_ALGO_THREE_PASS);
 #endif
+#ifdef SA_BENCH_HAVE_ONEDNN
+      add((int)si, ONEDNN, NULL, SA_ALGO_THREE_PASS);
+#endif
+    }
   }
 }

@@ -1,6 +1,7 @@
 /*
  * simdattn_bench: every kernel set of the registry, its micro-kernels and
- * whole attention, against the peak probes and an OpenBLAS baseline.
+ * whole attention, against the peak probes and the OpenBLAS and oneDNN
+ * baselines.
  *
  *   simdattn_bench [--sa_suite=default|quick] [--sa_threads=N]
  *                  [--sa_peak=isa:GFLOPS,...,mem:GBs] [--sa_mem_mib=N]
@@ -29,11 +30,13 @@ static void usage(void) {
           "simdattn_bench flags (besides Google Benchmark's --benchmark_*):\n"
           "  --sa_suite=default|quick   shapes to register (quick: tiny)\n"
           "  --sa_threads=N             worker threads per context (1)\n"
-          "  --sa_peak=isa:G,...,mem:B  peaks (GFLOP/s per thread, GB/s) "
-          "instead of\n"
-          "                             a short measurement, for %% of peak\n"
-          "  --sa_mem_mib=N             streaming-read probe size (1024; quick "
-          "256)\n"
+          "  --sa_peak=isa:G,...,mem:B  peaks (GFLOP/s per thread; read GB/s "
+          "at\n"
+          "                             --sa_threads) instead of a short "
+          "measurement\n"
+          "  --sa_mem_mib=N             memory probes' buffer (1024; quick "
+          "256;\n"
+          "                             at least 2x the last-level cache)\n"
           "  --sa_print=context|slug|sets  print and exit\n");
 }
 
@@ -86,9 +89,23 @@ int main(int argc, char **argv) {
     if (!mem_given)
       sa_bench_cfg.mem_bytes = (size_t)256 << 20;
   }
+  /* Both must stream from memory, not from the last-level cache: a decode
+   * row served by the cache would beat a probe that is not, and a probe
+   * served by it would not be a memory bandwidth. So both span at least
+   * twice the cache hwloc reports, in steps of 256 MiB (a VM may report its
+   * host's whole L3: then they are larger than needed, never too small). */
+  size_t floor = 2 * sa_bench_llc_bytes(), step = (size_t)256 << 20;
+  floor = (floor + step - 1) / step * step;
+  if (!mem_given && sa_bench_cfg.mem_bytes < floor)
+    sa_bench_cfg.mem_bytes = floor;
+  if (sa_bench_cfg.decode_bytes < floor)
+    sa_bench_cfg.decode_bytes = floor;
 
 #ifdef SA_BENCH_HAVE_OPENBLAS
   sa_openblas_set_threads(sa_bench_cfg.threads);
+#endif
+#ifdef SA_BENCH_HAVE_ONEDNN
+  sa_onednn_set_threads(sa_bench_cfg.threads);
 #endif
   if (print) {
     if (!strcmp(print, "context")) {
@@ -103,6 +120,9 @@ int main(int argc, char **argv) {
           printf("%s\n", sa_kernel_set_at(i)->name);
 #ifdef SA_BENCH_HAVE_OPENBLAS
       printf("openblas\n");
+#endif
+#ifdef SA_BENCH_HAVE_ONEDNN
+      printf("onednn\n");
 #endif
     } else {
       fprintf(stderr, "simdattn_bench: --sa_print is context, slug or sets\n");

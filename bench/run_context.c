@@ -31,7 +31,7 @@ typedef struct kv {
   char key[40];
   char value[512];
 } kv;
-static kv ctx_items[32];
+static kv ctx_items[48];
 static size_t n_ctx;
 
 static void put(const char *key, const char *fmt, ...)
@@ -67,6 +67,17 @@ static void gather_context(void) {
 #else
   put("sa_openblas", "%s", "not built (no libopenblas-dev)");
 #endif
+#ifdef SA_BENCH_HAVE_ONEDNN
+  put("sa_onednn", "%s", sa_onednn_describe());
+#else
+  put("sa_onednn", "%s", "not built (no libdnnl-dev)");
+#endif
+  put("sa_read_probe", "%s (the best runnable set's ISA)", sa_peak_read_isa());
+  put("sa_memory",
+      "probe buffer %zu MiB, decode K/V rotation %zu MiB; last-level cache "
+      "%zu MiB (hwloc)",
+      sa_bench_cfg.mem_bytes >> 20, sa_bench_cfg.decode_bytes >> 20,
+      sa_bench_llc_bytes() >> 20);
 
   /* Threads and pinning as a context of the oracle set reports them. */
   sa_context_options o;

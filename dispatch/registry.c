@@ -166,17 +166,17 @@ static const sa_kernel_set kernel_sets[] = {
 #define N_SETS (sizeof kernel_sets / sizeof kernel_sets[0])
 
 /* One peak probe per ISA folder, under its sets' SA_HAVE_<ISA> and asking
- * for what they ask (the probe is built with their flags). */
+ * for what they ask (the probes are built with their flags). */
 static const sa_peak_probe peak_probes[] = {
-    {"scalar", 0, sa_peak_fma__scalar},
+    {"scalar", 0, sa_peak_fma__scalar, sa_peak_read__scalar},
 #if SA_HAVE_AVX2
-    {"avx2", SA_X86_AVX2, sa_peak_fma__avx2},
+    {"avx2", SA_X86_AVX2, sa_peak_fma__avx2, sa_peak_read__avx2},
 #endif
 #if SA_HAVE_AVX512
-    {"avx512", SA_X86_AVX512, sa_peak_fma__avx512},
+    {"avx512", SA_X86_AVX512, sa_peak_fma__avx512, sa_peak_read__avx512},
 #endif
 #if SA_HAVE_NEON
-    {"neon", SA_CPU_NEON, sa_peak_fma__neon},
+    {"neon", SA_CPU_NEON, sa_peak_fma__neon, sa_peak_read__neon},
 #endif
 };
 

@@ -126,4 +126,17 @@ uint64_t sa_peak_fma__avx2(uint64_t reps, float *sink);
 uint64_t sa_peak_fma__avx512(uint64_t reps, float *sink);
 uint64_t sa_peak_fma__neon(uint64_t reps, float *sink);
 
+/* The read-bandwidth probes (kernels/<isa>/peak_read.c): what the bench's
+ * "% of bandwidth" is measured against, one per ISA, with its widest loads.
+ * Reads bytes (a multiple of SA_PEAK_READ_BLOCK) from buf, 64-byte aligned,
+ * into independent accumulators and returns their fold; prefetch > 0 also
+ * prefetches that many bytes ahead (0: the hardware prefetchers alone). */
+#define SA_PEAK_READ_BLOCK 512
+typedef uint64_t (*sa_peak_read_fn)(const void *buf, size_t bytes,
+                                    size_t prefetch);
+uint64_t sa_peak_read__scalar(const void *buf, size_t bytes, size_t prefetch);
+uint64_t sa_peak_read__avx2(const void *buf, size_t bytes, size_t prefetch);
+uint64_t sa_peak_read__avx512(const void *buf, size_t bytes, size_t prefetch);
+uint64_t sa_peak_read__neon(const void *buf, size_t bytes, size_t prefetch);
+
 #endif /* SA_KERNELS_H */

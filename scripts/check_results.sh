@@ -1,12 +1,19 @@
 #!/bin/bash
 # Checks what `make compare` (QUICK=1 or not) left in results/<cpu>/:
 #   - bench.json: valid Google Benchmark JSON, rows present, no failed row,
-#     peak probes, attention and micro-kernel rows for every kernel set this
-#     CPU runs, and the OpenBLAS baseline when the bench was built with it;
-#     every attention row with GFLOP/s > 0 and a finite max abs error < 1e-2
+#     peak probes (FMA, read, triad), attention and micro-kernel rows for
+#     every kernel set this CPU runs, and the OpenBLAS and oneDNN baselines
+#     when the bench was built with them; every attention row with GFLOP/s
+#     > 0 and a finite max abs error < 1e-2; no row above 100 % of the read
+#     probe (the probe must report at least what any code reads)
 #   - bench.csv: the header and one line per benchmark
 #   - bench.md: the tables, and re-rendering bench.json gives the same text
 #   - bench.png: a PNG (signature bytes)
+#   - summary.csv (one-thread runs): exactly the documented header, one row
+#     per (variant, algorithm, shape, threads), gbps on decode rows only, no
+#     pct_bw above 100; after the default suite a row for every summary
+#     shape, and 2-thread rows for the 8-head prefill, causal and both
+#     decode shapes; limit.png a PNG
 #   - accuracy.csv: the documented header, a line for every case, kernel set
 #     this CPU runs (reference sets included) and algorithm, every error
 #     finite and below 1e-2; and
@@ -68,12 +75,13 @@ for r in rows:
         problems.append(f"{r['name']} failed: {r.get('error_message')}")
 if not any(n.startswith("peak/fma/") for n in names):
     problems.append("no peak/fma probe row")
-if not any(n.startswith("peak/mem/") for n in names):
-    problems.append("no peak/mem probe row")
+for probe in ("read", "triad"):
+    if not any(n.startswith(f"peak/{probe}/") for n in names):
+        problems.append(f"no peak/{probe} probe row")
 for s in sets:
-    if s == "openblas":
-        if not any(n.startswith("attn/gemm/openblas/") for n in names):
-            problems.append("no attn/gemm/openblas row although the bench has OpenBLAS")
+    if s in ("openblas", "onednn"):
+        if not any(n.startswith(f"attn/gemm/{s}/") for n in names):
+            problems.append(f"no attn/gemm/{s} row although the bench has it")
         continue
     for algo in ("three_pass", "fused"):
         if not any(n.startswith(f"attn/{algo}/{s}/") for n in names):
@@ -91,6 +99,14 @@ for r in medians:
         problems.append(f"{r['name']}: max_abs_err {e} vs the scalar set")
 try:
     with open(csv_path, newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r.get("pct_peak_bw") and float(r["pct_peak_bw"]) > 100:
+                problems.append(f"{r['name']}: {float(r['pct_peak_bw']):.1f}% of the "
+                                "read probe: the probe reads less than this row")
+except (OSError, ValueError) as e:
+    problems.append(f"{csv_path}: {e}")
+try:
+    with open(csv_path, newline="", encoding="utf-8") as f:
         table = list(csv.reader(f))
     if not table or table[0][:3] != ["cpu", "cpu_model", "threads"]:
         problems.append(f"{csv_path}: unexpected header")
@@ -103,6 +119,58 @@ for p in problems:
 print(f"check_results: {path}: {len(names)} benchmarks, sets {' '.join(sets)}")
 sys.exit(1 if problems else 0)
 EOF
+
+# summary.csv and limit.png: written by a one-thread make compare (with its
+# second, multi-thread pass).
+if [ "$threads" = 1 ]; then
+  for f in summary.csv limit.png; do
+    [ -s "$out/$f" ] || bad "$out/$f is missing or empty"
+  done
+fi
+if [ "$threads" = 1 ] && [ -s "$out/summary.csv" ]; then
+  python3 - "$out/summary.csv" "$out/$tag.json" <<'EOF' || fail=1
+import csv, json, sys
+path, bench = sys.argv[1], sys.argv[2]
+header = ("variant,algorithm,shape,batch,heads_q,heads_kv,len_q,len_kv,dim,causal,"
+          "threads,gflops,pct_peak,gbps,pct_bw,ratio_openblas,ratio_onednn,"
+          "max_abs_err")
+problems = []
+with open(path, newline="", encoding="utf-8") as f:
+    lines = f.read().splitlines()
+if not lines or lines[0] != header:
+    problems.append(f"{path}: header is not {header}")
+rows = list(csv.DictReader(lines))
+seen = {(r["shape"], r["threads"]) for r in rows}
+keys = [(r["variant"], r["algorithm"], r["shape"], r["threads"]) for r in rows]
+if len(set(keys)) != len(keys):
+    problems.append(f"{path}: a (variant, algorithm, shape, threads) twice")
+for r in rows:
+    if r["pct_bw"] and float(r["pct_bw"]) > 100:
+        problems.append(f"{path}: {r['variant']} {r['algorithm']} {r['shape']} "
+                        f"{r['threads']}T at {r['pct_bw']}% of the read probe")
+    if r["shape"].startswith("decode") != bool(r["gbps"]):
+        problems.append(f"{path}: {r['shape']}: gbps must be given for decode only")
+suite = json.load(open(bench, encoding="utf-8")).get("context", {}).get("sa_suite")
+if suite == "default":
+    want = [f"prefill-L{l}-d{d}" for l in (512, 2048, 4096) for d in (64, 128)]
+    want += ["prefill-L2048-d128-h8", "prefill-L2048-d128-h32",
+             "causal-L2048-d128-h8", "decode-L4096-h32-kv8", "decode-L4096-h32-mha",
+             "cross-Lq77-L4096"]
+    for s in want:
+        if (s, "1") not in seen:
+            problems.append(f"{path}: no 1-thread row for {s}")
+    for s in ("prefill-L2048-d128-h8", "causal-L2048-d128-h8",
+              "decode-L4096-h32-kv8", "decode-L4096-h32-mha"):
+        if (s, "2") not in seen:
+            problems.append(f"{path}: no 2-thread row for {s}")
+elif not rows:
+    problems.append(f"{path}: no rows")
+for p in problems[:20]:
+    print(f"check_results: FAIL: {p}", file=sys.stderr)
+print(f"check_results: {path}: {len(rows)} rows, {len(seen)} (shape, threads)")
+sys.exit(1 if problems else 0)
+EOF
+fi
 
 # Markdown: the tables, and the renderer reproduces them from the JSON.
 grep -q '^| shape | variant |' "$out/$tag.md" || bad "$out/$tag.md has no attention table"
@@ -171,8 +239,14 @@ fi
 # PNG signature: 89 50 4E 47 0D 0A 1A 0A
 sig=$(head -c 8 "$out/$tag.png" | od -An -tx1 | tr -d ' \n')
 [ "$sig" = "89504e470d0a1a0a" ] || bad "$out/$tag.png is not a PNG (starts with $sig)"
+if [ "$threads" = 1 ] && [ -s "$out/limit.png" ]; then
+  sig=$(head -c 8 "$out/limit.png" | od -An -tx1 | tr -d ' \n')
+  [ "$sig" = "89504e470d0a1a0a" ] || bad "$out/limit.png is not a PNG (starts with $sig)"
+fi
 
 if [ "$fail" != 0 ]; then
   exit 1
 fi
-echo "check_results: OK: $out/$tag.{json,csv,md,png} and $out/accuracy.{csv,md}"
+summary=""
+[ "$threads" = 1 ] && summary=", $out/summary.csv, $out/limit.png"
+echo "check_results: OK: $out/$tag.{json,csv,md,png}$summary and $out/accuracy.{csv,md}"

@@ -11,7 +11,7 @@ for profile in "$@"; do
   case "$profile" in
   base) need="$need cmake make gcc g++ libc6-dev pkg-config libsleef-dev libhwloc-dev libbenchmark-dev" ;;
   bench) need="$need libbenchmark-dev" ;;
-  compare) need="$need libopenblas-dev gnuplot-nox python3" ;;
+  compare) need="$need libopenblas-dev libdnnl-dev gnuplot-nox python3" ;;
   ci) need="$need qemu-user binutils" ;;
   # the Python binding's tests; python3-wheel because pip --no-build-isolation
   # builds the wheel with the setuptools and wheel already installed

@@ -8,6 +8,8 @@
                                                             of one run
     tools/render.py --peak-flag bench.json                  --sa_peak=... from
                                                             the probe rows
+    tools/render.py --summary DIR bench.json bench-t2.json  DIR/summary.csv and
+                                                            DIR/limit.png
 
 One file per CPU (as `make compare` writes under results/<cpu>/) gives one
 column group per CPU in the tables, which is how results are published.
@@ -130,10 +132,29 @@ class Run:
         m = re.search(r"\[isa ([^,\]]+), exp ([^\]]+)\]$", about)
         return (m.group(1), m.group(2)) if m else (None, None)
 
+    def mem_probes(self):
+        """The memory probes: {(what, threads): (isa, size, GB/s, entry)} for
+        peak/read/<isa>/<size>_t<n> and peak/triad/baseline/<size>_t<n>
+        (older files: peak/mem/read_<size>, one thread). Best repetition."""
+        out = {}
+        for name, e in self.rows.items():
+            if e.get("error_occurred"):
+                continue
+            e = e.get("_aggs", {}).get("max", e)
+            p = name.split("/")
+            m = re.fullmatch(r"(.+)_t(\d+)", p[3]) if len(p) == 4 else None
+            if m and p[:2] in (["peak", "read"], ["peak", "triad"]) and "GBps" in e:
+                out[(p[1], int(m.group(2)))] = (p[2], m.group(1), e["GBps"], e)
+            elif len(p) == 3 and p[:2] == ["peak", "mem"] and "GBps" in e:
+                out[("read", 1)] = ("", p[2].replace("read_", ""), e["GBps"], e)
+        return out
+
     def peaks(self):
         """Probe results: the best repetition (the "max" aggregate) when there
-        is one, since noise only ever slows a probe down; else the median."""
-        fma, mem = {}, None
+        is one, since noise only ever slows a probe down; else the median.
+        mem: (label, GB/s) of the read probe at the run's thread count, what
+        decode rows are measured against."""
+        fma = {}
         for name, e in self.rows.items():
             if e.get("error_occurred"):
                 continue
@@ -141,8 +162,8 @@ class Run:
             p = name.split("/")
             if len(p) == 3 and p[:2] == ["peak", "fma"] and "GFLOPS" in e:
                 fma[p[2]] = e["GFLOPS"]
-            elif len(p) == 3 and p[:2] == ["peak", "mem"] and "GBps" in e:
-                mem = (p[2], e["GBps"])
+        probe = self.mem_probes().get(("read", self.threads))
+        mem = (f"{probe[0]} {probe[1]}".strip(), probe[2]) if probe else None
         return fma, mem
 
     def time_of(self, e):
@@ -199,6 +220,9 @@ def fmt_err(e):
 
 # ----------------------------------------------------------------- the model
 
+# The baseline rows (attn/gemm/<name>/<shape>), in the tables' column order.
+BASELINES = ("openblas", "onednn")
+
 def analyse(run):
     """Returns a list of dicts, one per row, with every derived value."""
     fma, mem = run.peaks()
@@ -218,9 +242,10 @@ def analyse(run):
              "gflops": e.get("GFLOPS"), "gbps": e.get("GBps"),
              "items": e.get("items_per_second"),
              "err": e.get("max_abs_err"), "pct": None, "pct_bw": None,
-             "vs_scalar": None, "vs_openblas": None}
+             "vs_scalar": None, "vs_openblas": None, "vs_onednn": None,
+             "label": e.get("label", "")}
         if p[0] == "peak":
-            r.update(op=p[1], set=p[2], shape="")
+            r.update(op=p[1], set=p[2], shape=p[3] if len(p) == 4 else "")
         elif p[0] == "kernel" and len(p) == 4:
             r.update(op=p[1], set=p[2], shape=p[3])
         elif p[0] == "attn" and len(p) == 4:
@@ -229,7 +254,7 @@ def analyse(run):
             r.update(op="", set="", shape="")
         if r["kind"] in ("kernel", "attn") and r["gflops"] is not None and not r["error"]:
             isa = run.set_info(r["set"])[0]
-            peak = fma.get(isa) if isa else (best if r["set"] == "openblas" else None)
+            peak = fma.get(isa) if isa else (best if r["set"] in BASELINES else None)
             if peak:
                 r["pct"] = 100.0 * r["gflops"] / (peak * threads)
             elif "pct_peak" in e:
@@ -241,24 +266,25 @@ def analyse(run):
                     r["pct_bw"] = e["pct_peak_bw"]
         out.append(r)
 
-    # Ratios: against the oracle with the same operation/algorithm (OpenBLAS:
-    # against the oracle's three_pass, the same three steps), and against
-    # OpenBLAS on the same shape. Both are speed ratios: > 1 is faster.
+    # Ratios: against the oracle with the same operation/algorithm (the
+    # baselines: against the oracle's three_pass, the same three steps), and
+    # against each baseline on the same shape. Speed ratios: > 1 is faster.
     index = {(r["kind"], r["op"], r["set"], r["shape"]): r for r in out}
     for r in out:
         if r["kind"] not in ("kernel", "attn") or r["error"]:
             continue
         speed = r["gflops"] if r["gflops"] is not None else r["items"]
-        op = "three_pass" if r["set"] == "openblas" else r["op"]
+        op = "three_pass" if r["set"] in BASELINES else r["op"]
         base = index.get((r["kind"], op, oracle, r["shape"]))
         if base and not base["error"]:
             bs = base["gflops"] if base["gflops"] is not None else base["items"]
             if speed and bs:
                 r["vs_scalar"] = speed / bs
         if r["kind"] == "attn":
-            ob = index.get(("attn", "gemm", "openblas", r["shape"]))
-            if ob and not ob["error"] and ob["gflops"] and speed:
-                r["vs_openblas"] = speed / ob["gflops"]
+            for b in BASELINES:
+                ob = index.get(("attn", "gemm", b, r["shape"]))
+                if ob and not ob["error"] and ob["gflops"] and speed:
+                    r["vs_" + b] = speed / ob["gflops"]
     return out
 
 
@@ -276,6 +302,10 @@ def header_lines(run):
             f"Google Benchmark {c.get('sa_version_gbench', '?')}"]
     lines.append("- Libraries: " + ", ".join(libs))
     lines.append(f"- OpenBLAS: {c.get('sa_openblas', 'not in this run')}")
+    lines.append(f"- oneDNN: {c.get('sa_onednn', 'not in this run')}")
+    ran = [b for b in BASELINES
+           if any(n.startswith(f"attn/gemm/{b}/") for n in run.rows)]
+    lines.append(f"- Baselines in this run: {', '.join(ran) or 'none'}")
     t = c.get("sa_threads", "?")
     asked = c.get("sa_threads_asked")
     tline = f"- Threads: {t}" + (f" (asked {asked})" if asked else "")
@@ -291,9 +321,24 @@ def header_lines(run):
     lines.append(tline)
     pk = ", ".join(f"{isa} {sig(v)}" for isa, v in fma.items())
     pl = f"- Peaks measured in this run (one thread, best repetition): FMA {pk or '—'} GFLOP/s"
-    if mem:
-        pl += f"; streaming read {mem[0].replace('read_', '')} {sig(mem[1])} GB/s"
     lines.append(pl)
+    probes = run.mem_probes()
+    reads = sorted((t, v) for (w, t), v in probes.items() if w == "read")
+    if reads:
+        isa, size = reads[0][1][0], reads[0][1][1]
+        ml = (f"- Read bandwidth ({isa + ' ' if isa else ''}read probe, {size}, "
+              "best pass): " + ", ".join(
+                  f"{t} thread{'s' if t > 1 else ''} {sig(v[2])} GB/s" for t, v in reads))
+        pf = [v[3] for _, v in reads if "GBps_prefetch" in v[3]]
+        if pf:
+            ml += " (without / with software prefetch: " + ", ".join(
+                f"{sig(e['GBps_no_prefetch'])} / {sig(e['GBps_prefetch'])}" for e in pf) + ")"
+        ml += f"; decode rows' `bw` is of the {run.threads}-thread figure"
+        triads = sorted((t, v) for (w, t), v in probes.items() if w == "triad")
+        if triads:
+            ml += "; triad (reference only): " + ", ".join(
+                f"{sig(v[2])} GB/s ({t} thread{'s' if t > 1 else ''})" for t, v in triads)
+        lines.append(ml)
     sets_line = (f"- Kernel sets run: {c.get('sa_sets_run', '?')}; "
                  f"skipped (CPU lacks them): {c.get('sa_sets_skipped', '?')}")
     if c.get("sa_sets_reference", "none") != "none":
@@ -376,6 +421,8 @@ def render_markdown(runs, models):
                 out.append(fmt_ratio(r["vs_scalar"]))
             elif m == "vs_openblas":
                 out.append(fmt_ratio(r["vs_openblas"]))
+            elif m == "vs_onednn":
+                out.append(fmt_ratio(r["vs_onednn"]))
             elif m == "err":
                 out.append(fmt_err(r["err"]))
         return out
@@ -391,12 +438,15 @@ def render_markdown(runs, models):
     keys = attn_order(merged_keys(models, "attn"))
     if keys:
         if multi:  # narrower: one column group per CPU
-            metrics = ["gflops_gbps", "pct", "vs_scalar", "vs_openblas", "err"]
-            names = ["GFLOP/s", "% peak", "× scalar", "× OpenBLAS", "max abs err"]
-        else:
-            metrics = ["time", "gflops", "gbps", "pct", "vs_scalar", "vs_openblas", "err"]
-            names = ["time", "GFLOP/s", "GB/s", "% peak", "× scalar", "× OpenBLAS",
+            metrics = ["gflops_gbps", "pct", "vs_scalar", "vs_openblas", "vs_onednn",
+                       "err"]
+            names = ["GFLOP/s", "% peak", "× scalar", "× OpenBLAS", "× oneDNN",
                      "max abs err"]
+        else:
+            metrics = ["time", "gflops", "gbps", "pct", "vs_scalar", "vs_openblas",
+                       "vs_onednn", "err"]
+            names = ["time", "GFLOP/s", "GB/s", "% peak", "× scalar", "× OpenBLAS",
+                     "× oneDNN", "max abs err"]
         L += ["## Attention (sa_attention, batch 1, per call)", ""]
         rows = []
         for (op, s, shape) in keys:
@@ -410,12 +460,15 @@ def render_markdown(runs, models):
               "GFLOP/s: 4·d·(visible query-key pairs)·heads per call, d = dim_qk = dim_v "
               "(causal: only the pairs the mask lets through, L·(L+1)/2 per head). "
               "GB/s (decode): bytes of K and V read per call. "
-              "% peak: of this run's FMA probe for the row's ISA (OpenBLAS: the best "
-              "probe), times the threads; `bw`: of the streaming-read probe. "
+              "% peak: of this run's FMA probe for the row's ISA (baselines: the best "
+              "probe), times the threads; `bw`: of the read probe at the run's "
+              "thread count. "
               "× scalar: speed over the scalar set with the same algorithm "
-              "(OpenBLAS: over scalar three_pass). × OpenBLAS: speed over the "
-              "cblas_sgemm + softmax + cblas_sgemm baseline. max abs err: against "
-              "the scalar set's three_pass output on the same inputs.", ""]
+              "(baselines: over scalar three_pass). × OpenBLAS: speed over the "
+              "cblas_sgemm + softmax + cblas_sgemm baseline; × oneDNN: over "
+              "oneDNN's matmul + softmax + matmul primitives. max abs err: against "
+              "the scalar set's three_pass output on the same inputs (the big "
+              "summary shapes: on the first KV head's query heads).", ""]
 
     # Micro-kernels
     keys = merged_keys(models, "kernel")
@@ -440,16 +493,17 @@ def render_markdown(runs, models):
     # Peaks
     keys = merged_keys(models, "peak")
     if keys:
-        L += ["## Peak probes (same run, one thread, best repetition)", ""]
+        L += ["## Peak probes (same run, best repetition; FMA: one thread)", ""]
         rows = []
         for (op, s, shape) in keys:
-            row = [f"peak/{op}/{s}"]
+            row = [f"peak/{op}/{s}" + (f"/{shape}" if shape else "")]
             for i in idx:
                 r = i.get(("peak", op, s, shape))
                 if r is None or r["error"]:
                     row.append("—")
                 elif r["gbps"] is not None:
-                    row.append(sig(r["gbps"]) + " GB/s")
+                    row.append(sig(r["gbps"]) + " GB/s" +
+                               (" (reference only)" if op == "triad" else ""))
                 else:
                     row.append(sig(r["gflops"]) + " GFLOP/s")
             rows.append(row)
@@ -465,7 +519,7 @@ def render_markdown(runs, models):
 CSV_FIELDS = ["cpu", "cpu_model", "threads", "kind", "op", "set", "shape", "name",
               "time", "time_unit", "repetitions", "gflops", "gbps",
               "items_per_second", "pct_peak", "pct_peak_bw", "speedup_vs_scalar",
-              "speed_vs_openblas", "max_abs_err", "error"]
+              "speed_vs_openblas", "max_abs_err", "error", "speed_vs_onednn"]
 
 
 def write_csv(path, runs, models):
@@ -481,7 +535,8 @@ def write_csv(path, runs, models):
                             num(r["time"]), r["unit"], r["reps"], num(r["gflops"]),
                             num(r["gbps"]), num(r["items"]), num(r["pct"]),
                             num(r["pct_bw"]), num(r["vs_scalar"]),
-                            num(r["vs_openblas"]), num(r["err"]), r["error"] or ""])
+                            num(r["vs_openblas"]), num(r["err"]), r["error"] or "",
+                            num(r["vs_onednn"])])
 
 
 # ----------------------------------------------------------------- plot
@@ -491,51 +546,40 @@ PALETTE = [("#9e9e9e", "#424242"), ("#90caf9", "#1565c0"), ("#a5d6a7", "#2e7d32"
            ("#ffcc80", "#e65100"), ("#ef9a9a", "#c62828"), ("#ce93d8", "#6a1b9a"),
            ("#80deea", "#00838f"), ("#fff59d", "#f9a825"), ("#bcaaa4", "#4e342e")]
 
-def write_plot(png, run, model):
-    """Clustered bars: GFLOP/s of every attention variant per shape (log y)."""
+def bar_styles(variants):
+    """One colour per kernel set or baseline, darker for fused."""
+    sets = []
+    for v in variants:
+        s = v.split(" ", 1)[-1]
+        if s not in sets:
+            sets.append(s)
+    styles = []
+    for v in variants:
+        algo, s = (v.split(" ", 1) + [""])[:2]
+        base = PALETTE[sets.index(s) % len(PALETTE)]
+        colour = base[1] if algo == "fused" else base[0]
+        styles.append(f"lc rgb '{colour}'")
+    return styles
+
+
+def gnuplot_bars(png, title, ylabel, groups, variants, val, yaxis):
+    """Clustered bars, one cluster per group and one bar per variant;
+    val[(group, variant)] -> number; yaxis: gnuplot lines for the y axis."""
     gp = shutil.which("gnuplot")
     if not gp:
         print("render: gnuplot not found (gnuplot-nox): no plot", file=sys.stderr)
         return False
-    rows = [r for r in model if r["kind"] == "attn"]
-    shapes, variants = [], []
-    for r in rows:
-        if r["shape"] not in shapes:
-            shapes.append(r["shape"])
-        v = f"{r['op']} {r['set']}"
-        if v not in variants:
-            variants.append(v)
-    if not shapes:
-        return False
-    val = {(r["shape"], f"{r['op']} {r['set']}"): r["gflops"] for r in rows
-           if not r["error"] and r["gflops"]}
     with tempfile.TemporaryDirectory() as tmp:
         dat = os.path.join(tmp, "plot.dat")
         with open(dat, "w", encoding="utf-8") as f:
-            f.write("shape\t" + "\t".join(f'"{v}"' for v in variants) + "\n")
-            for s in shapes:
-                f.write(f'"{s}"\t' + "\t".join(
-                    repr(val[(s, v)]) if (s, v) in val else "?" for v in variants) + "\n")
-        lo = min(val.values()) if val else 1.0
-        ymin = 10 ** math.floor(math.log10(lo)) if lo > 0 else 0.1
-        # One colour per kernel set, darker for fused than for three_pass.
-        sets = []
-        for v in variants:
-            s = v.split(" ", 1)[-1]
-            if s not in sets:
-                sets.append(s)
-        styles = []
-        for v in variants:
-            algo, s = (v.split(" ", 1) + [""])[:2]
-            base = PALETTE[sets.index(s) % len(PALETTE)]
-            colour = base[1] if algo == "fused" else base[0]
-            styles.append(f"lc rgb '{colour}'")
+            f.write("group\t" + "\t".join(f'"{v}"' for v in variants) + "\n")
+            for g in groups:
+                f.write(f'"{g}"\t' + "\t".join(
+                    repr(val[(g, v)]) if (g, v) in val else "?" for v in variants) + "\n")
         plots = ", ".join(
             f"'{dat}' using {i + 2}:xtic(1) title columnheader({i + 2}) {st}"
-            for i, st in enumerate(styles))
-        title = f"simdattn attention, {run.ctx.get('sa_cpu_model', run.slug)}, " \
-                f"{run.threads} thread(s): GFLOP/s (log scale)"
-        width = min(1800, max(1000, 14 * len(shapes) * max(1, len(variants))))
+            for i, st in enumerate(bar_styles(variants)))
+        width = min(1800, max(1000, 14 * len(groups) * max(1, len(variants))))
         script = f"""
 set terminal pngcairo size {width},700 font ",10" noenhanced
 set output '{png}'
@@ -545,11 +589,10 @@ set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
-set logscale y
-set yrange [{ymin}:*]
-set ylabel 'GFLOP/s'
+{yaxis}
+set ylabel '{ylabel}'
 set grid ytics
-set xtics rotate by -30 scale 0
+set xtics rotate by 30 right scale 0
 set key outside right top
 plot {plots}
 """
@@ -562,6 +605,105 @@ plot {plots}
             print("render: gnuplot failed:\n" + res.stderr, file=sys.stderr)
             return False
     return True
+
+
+def write_plot(png, run, model):
+    """Clustered bars: GFLOP/s of every attention variant per shape (log y)."""
+    rows = [r for r in model if r["kind"] == "attn"]
+    shapes, variants = [], []
+    for r in rows:
+        if r["shape"] not in shapes:
+            shapes.append(r["shape"])
+        v = f"{r['op']} {r['set']}"
+        if v not in variants:
+            variants.append(v)
+    if not shapes:
+        return False
+    val = {(r["shape"], f"{r['op']} {r['set']}"): r["gflops"] for r in rows
+           if not r["error"] and r["gflops"]}
+    lo = min(val.values()) if val else 1.0
+    ymin = 10 ** math.floor(math.log10(lo)) if lo > 0 else 0.1
+    title = f"simdattn attention, {run.ctx.get('sa_cpu_model', run.slug)}, " \
+            f"{run.threads} thread(s): GFLOP/s (log scale)"
+    return gnuplot_bars(png, title, "GFLOP/s", shapes, variants, val,
+                        f"set logscale y\nset yrange [{ymin}:*]")
+
+
+# ----------------------------------------------------------------- summary
+
+# summary.csv's columns, in order: a stable schema (README, "summary.csv").
+SUMMARY_FIELDS = ("variant,algorithm,shape,batch,heads_q,heads_kv,len_q,len_kv,"
+                  "dim,causal,threads,gflops,pct_peak,gbps,pct_bw,ratio_openblas,"
+                  "ratio_onednn,max_abs_err").split(",")
+
+
+def summary_rows(runs, models):
+    """One dict per (variant, algorithm, shape, threads): the attention rows
+    the bench labelled with a summary shape name, shapes in the order the
+    runs first name them, then by threads."""
+    out = []
+    for run, m in zip(runs, models):
+        for r in m:
+            if r["kind"] != "attn" or not r["label"] or r["error"]:
+                continue
+            e = r["entry"]
+            row = {"variant": r["set"], "algorithm": r["op"], "shape": r["label"],
+                   "threads": run.threads, "gflops": r["gflops"],
+                   "pct_peak": r["pct"], "gbps": r["gbps"], "pct_bw": r["pct_bw"],
+                   "ratio_openblas": r["vs_openblas"],
+                   "ratio_onednn": r["vs_onednn"], "max_abs_err": r["err"]}
+            for k in ("batch", "heads_q", "heads_kv", "len_q", "len_kv", "dim",
+                      "causal"):
+                row[k] = int(e[k]) if k in e else None
+            out.append(row)
+    shapes = []
+    for row in out:
+        if row["shape"] not in shapes:
+            shapes.append(row["shape"])
+    return sorted(out, key=lambda row: (shapes.index(row["shape"]), row["threads"]))
+
+
+def write_summary(path, rows):
+    def cell(x):
+        if x is None:
+            return ""  # the column does not apply (gbps of a prefill row)
+        if isinstance(x, float):
+            return f"{x:.6g}"
+        return str(x)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(SUMMARY_FIELDS)
+        for row in rows:
+            w.writerow([cell(row[k]) for k in SUMMARY_FIELDS])
+
+
+def write_limit_plot(png, runs, rows):
+    """The distance to the limit: per summary shape (and thread count), each
+    variant's % of peak, or of read bandwidth for decode, on a linear axis
+    whose 100 is the measured limit."""
+    groups, variants, val = [], [], {}
+    for row in rows:
+        bw = row["pct_bw"] is not None
+        g = row["shape"] + (f" {row['threads']}T" if row["threads"] > 1 else "") + \
+            (" (bw)" if bw else "")
+        v = f"{row['algorithm']} {row['variant']}"
+        if g not in groups:
+            groups.append(g)
+        if v not in variants:
+            variants.append(v)
+        pct = row["pct_bw"] if bw else row["pct_peak"]
+        if pct is not None:
+            val[(g, v)] = pct
+    if not groups:
+        return False
+    top = max([100.0] + list(val.values()))
+    model = runs[0].ctx.get("sa_cpu_model", runs[0].slug)
+    title = (f"simdattn, {model}: % of the measured limit (FMA peak; decode (bw): "
+             "read bandwidth), 100 = the probe")
+    return gnuplot_bars(png, title, "% of limit", groups, variants, val,
+                        f"set yrange [0:{math.ceil(top / 10) * 10}]\n"
+                        "set ytics 10\nset arrow from graph 0, first 100 to "
+                        "graph 1, first 100 nohead lw 2 dt 2 lc rgb 'black'")
 
 
 # ----------------------------------------------------------------- commands
@@ -604,6 +746,9 @@ def main(argv=None):
                     help="join the given JSON parts of one run into OUT_JSON")
     ap.add_argument("--peak-flag", action="store_true",
                     help="print --sa_peak=... from the probe rows and exit")
+    ap.add_argument("--summary", metavar="DIR",
+                    help="write DIR/summary.csv and DIR/limit.png from the runs "
+                    "given (one CPU, any thread counts) and exit")
     a = ap.parse_args(argv)
 
     if a.merge:
@@ -615,6 +760,13 @@ def main(argv=None):
 
     runs = load_runs(a.json)
     models = [analyse(r) for r in runs]
+    if a.summary:
+        rows = summary_rows(runs, models)
+        os.makedirs(a.summary, exist_ok=True)
+        write_summary(os.path.join(a.summary, "summary.csv"), rows)
+        ok = write_limit_plot(os.path.abspath(os.path.join(a.summary, "limit.png")),
+                              runs, rows)
+        return 0 if ok and rows else 1
     md = render_markdown(runs, models)
     if not a.quiet:
         sys.stdout.write(md)
