@@ -17,6 +17,14 @@
     CALL(c);                                                                   \
     break;
 
+#define SA_UNROLL_1_2(x, CALL)                                                 \
+  do {                                                                         \
+    if ((x) == 2)                                                              \
+      CALL(2);                                                                 \
+    else                                                                       \
+      CALL(1);                                                                 \
+  } while (0)
+
 #define SA_UNROLL_1_4(x, CALL)                                                 \
   do {                                                                         \
     switch (x) {                                                               \
