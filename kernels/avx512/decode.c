@@ -12,7 +12,7 @@
  * streams are software-pipelined: while the dot products read this chunk's
  * K rows they prefetch its V rows, and while the value sums read V they
  * prefetch the next chunk's K rows, so the other stream is always on its
- * way (a chunk of K and of V is 16 KiB each at d = 128, f32).
+ * way (a chunk of K and of V is 32 KiB each at d = 128, f32).
  *
  * Per chunk, as the contract's composition does:
  *  - dots: DM rows x DN keys of vector accumulators over d, K read as it
