@@ -142,13 +142,15 @@ static const sa_kernel_set kernel_sets[] = {
      .vector_bits = 128, .priority = 11, .cpu_features = SA_CPU_NEON,
      .score = sa_score__neon, .softmax = sa_softmax__neon_sleef,
      .softmax_online = sa_softmax_online__neon_sleef, .wsum = sa_wsum__neon,
-     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON)},
+     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON),
+     .decode = sa_decode__neon_sleef},
     {SET, .name = "neon-polyexp", .isa = "neon", EXP_POLY_NEON,
      .about = "AArch64 Advanced SIMD, inline " POLY_ABOUT(POLY_NEON_ULPS),
      .vector_bits = 128, .priority = 10, .cpu_features = SA_CPU_NEON,
      .score = sa_score__neon, .softmax = sa_softmax__neon_poly,
      .softmax_online = sa_softmax_online__neon_poly, .wsum = sa_wsum__neon,
-     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON)},
+     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON),
+     .decode = sa_decode__neon_poly},
 #endif
 #if SA_HAVE_NEON_BF16
     {SET, .name = "neon-bf16", .isa = "neon", EXP_SLEEF_U10,
@@ -159,7 +161,7 @@ static const sa_kernel_set kernel_sets[] = {
      .softmax = sa_softmax__neon_sleef,
      .softmax_online = sa_softmax_online__neon_sleef, .wsum = sa_wsum__neon,
      .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON),
-     .score_bf16 = sa_score_bf16_dp__neon},
+     .score_bf16 = sa_score_bf16_dp__neon, .decode = sa_decode__neon_sleef},
 #endif
 };
 

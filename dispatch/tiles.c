@@ -65,6 +65,7 @@ static const sa_tiles neon = {
     .row = {SA_NEON_LANES, 4 * SA_NEON_LANES},
     .d = {SA_NEON_LANES, SA_NEON_NARROW_STEP},
     .dv = {SA_NEON_LANES, SA_NEON_WSUM_COLS},
+    .chunk = {SA_NEON_DECODE_CHUNK},
 };
 #endif
 

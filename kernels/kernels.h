@@ -113,6 +113,8 @@ SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__neon_poly);
 SA_DECLARE_WSUM(sa_wsum__neon);
 SA_DECLARE_SCORE_MOD(sa_score_mod__neon);
 SA_DECLARE_NARROW(neon);
+SA_DECLARE_DECODE(sa_decode__neon_sleef);
+SA_DECLARE_DECODE(sa_decode__neon_poly);
 /* neon-bf16: Q and K bf16 through BFDOT (FEAT_BF16). */
 SA_DECLARE_SCORE_QK(sa_score_bf16_dp__neon);
 

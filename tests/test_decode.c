@@ -166,6 +166,55 @@ static void decode_case(size_t m, size_t n, size_t d, size_t dv, sa_dtype kt,
   free(vf);
 }
 
+/* softmax_online's rule for a row whose max is still -INFINITY, which
+ * finite data never reaches: a first call over n1 keys of -INFINITY (q > 0,
+ * so every score is -inf) must leave mx = -inf, l = 0 and o = 0 exactly,
+ * so a second call over finite keys gives what a fresh call does, bit for
+ * bit; row 0 has q[0] = 0, so its first score is 0 * -inf = NaN, and its l
+ * must end NaN (the NaN is not lost behind the -inf). */
+static void minus_inf_case(size_t m, size_t n1, size_t n2, size_t d) {
+  float *q = xmalloc(m * d * sizeof(float));
+  float *k = xmalloc((n1 + n2) * d * sizeof(float));
+  float *v = xmalloc((n1 + n2) * d * sizeof(float));
+  t_fill(q, m * d, 0.5f, 1);
+  q[0] = 0.0f;
+  for (size_t x = 0; x < n1 * d; x++)
+    k[x] = -INFINITY;
+  t_fill(k + n1 * d, n2 * d, -1, 1);
+  t_fill(v, (n1 + n2) * d, -1, 1);
+  for (int s = 0; s < nsets; s++) {
+    const sa_kernel_set *ks = sets[s];
+    t_context = ks->name;
+    float mx[2][SA_DECODE_ROWS], l[2][SA_DECODE_ROWS];
+    float *o[2] = {xmalloc(m * d * sizeof(float)),
+                   xmalloc(m * d * sizeof(float))};
+    for (int run = 0; run < 2; run++) {
+      for (size_t i = 0; i < m; i++)
+        mx[run][i] = -INFINITY, l[run][i] = 0.0f;
+      memset(o[run], 0, m * d * sizeof(float));
+      if (run == 0)
+        ks->decode(m, n1, d, d, q, d, k, d, SA_F32, v, d, SA_F32, 0.5f, mx[run],
+                   l[run], o[run], d);
+      ks->decode(m, n2, d, d, q, d, k + n1 * d, d, SA_F32, v + n1 * d, d,
+                 SA_F32, 0.5f, mx[run], l[run], o[run], d);
+    }
+    CHECK(isnan(l[0][0]), "m=%zu n1=%zu: a NaN score behind -inf was lost", m,
+          n1);
+    int same = 1;
+    for (size_t i = 1; i < m; i++) {
+      same &= mx[0][i] == mx[1][i] && l[0][i] == l[1][i];
+      same &= memcmp(o[0] + i * d, o[1] + i * d, d * sizeof(float)) == 0;
+    }
+    CHECK(same, "m=%zu n1=%zu n2=%zu d=%zu: keys of -inf changed the state", m,
+          n1, n2, d);
+    free(o[0]);
+    free(o[1]);
+  }
+  free(q);
+  free(k);
+  free(v);
+}
+
 static const sa_dtype types[] = {SA_F32, SA_F16, SA_BF16, SA_Q8_0};
 
 int main(void) {
@@ -215,6 +264,9 @@ int main(void) {
             types[vt] == SA_Q8_0 ? 32 * t_range(1, 4) : dims[t_range(0, 8)];
         decode_case(m, n, d, dv, types[kt], types[vt]);
       }
+  /* keys of -inf before any finite one, across chunk ends */
+  for (size_t b = 0; b < ns.n; b++, cases++)
+    minus_inf_case(ms.v[b % ms.n], ns.v[b], ns.v[(b + 3) % ns.n], 33);
   /* longer, realistic rows */
   for (int it = 0; it < 24; it++, cases++)
     decode_case(t_range(1, 16), t_range(100, 1100), it % 2 ? 128 : 64,

@@ -15,6 +15,9 @@ enum {
   SA_NEON_NARROW_STEP = 8, /* score_t and score_bf16: d per step, widened */
   SA_NEON_WSUM_MR = 4,     /* wsum and wsum_t: rows x columns a tile */
   SA_NEON_WSUM_COLS = 16,
+  SA_NEON_DECODE_CHUNK = 32, /* decode: keys a chunk (16 KiB of f32 K at
+                                d = 128, and as much V: both in a 32 KiB
+                                L1D) */
 };
 
 #endif /* SA_NEON_TILES_H */
