@@ -89,13 +89,14 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
     ldq = p->dim_qk;
   }
 
-  /* A few rows with nothing around the softmax: the set's decode kernel
-   * takes each block whose keys every row sees, score to weighted sum in
-   * one pass, and reads even small pages in place (it keeps no score tile
-   * between calls, so a 16-key page costs one call, not three and a
-   * rescale). */
-  const int dec =
-      ks->decode && m <= SA_DECODE_ROWS && !p->mods && !p->scan && !p->q_direct;
+  /* A few rows with nothing around the softmax, on a cache paged finer
+   * than a key block: the set's decode kernel takes each page whose keys
+   * every row sees, in place, score to weighted sum in one call (the three
+   * kernels would pay a gather, or three calls and a rescale, per page).
+   * On long contiguous blocks the three kernels stream K and V at least as
+   * fast (docs/DESIGN.md, "The decode kernel"), so they keep those. */
+  const int dec = ks->decode && m <= SA_DECODE_ROWS && !p->mods && !p->scan &&
+                  !p->q_direct && p->table && !sa_pages_in_place(p);
   const int in_place = p->table && (dec || sa_pages_in_place(p));
   float *s = ws->buf;
   int first = 1;
