@@ -101,13 +101,15 @@ static const sa_kernel_set kernel_sets[] = {
      .priority = 21, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
      .softmax = sa_softmax__avx2_sleef,
      .softmax_online = sa_softmax_online__avx2_sleef, .wsum = sa_wsum__avx2,
-     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2)},
+     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2),
+     .decode = sa_decode__avx2_sleef},
     {SET, .name = "avx2-polyexp", .isa = "avx2", EXP_POLY_X86,
      .about = AVX2_BLOCKING POLY_ABOUT(POLY_X86_ULPS), .vector_bits = 256,
      .priority = 20, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
      .softmax = sa_softmax__avx2_poly,
      .softmax_online = sa_softmax_online__avx2_poly, .wsum = sa_wsum__avx2,
-     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2)},
+     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2),
+     .decode = sa_decode__avx2_poly},
 #endif
 #if SA_HAVE_AVX512
     {SET, .name = "avx512", .isa = "avx512", EXP_SLEEF_U10,

@@ -39,6 +39,7 @@ static const sa_tiles avx2 = {
     .d = {SA_AVX2_LANES, SA_QK8_0},
     .kc = {SA_AVX2_KC},
     .dv = {SA_AVX2_LANES, (SA_AVX2_WSUM_NV * SA_AVX2_LANES)},
+    .chunk = {SA_AVX2_DECODE_CHUNK},
 };
 #endif
 

@@ -89,6 +89,8 @@ SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__avx2_poly);
 SA_DECLARE_WSUM(sa_wsum__avx2);
 SA_DECLARE_SCORE_MOD(sa_score_mod__avx2);
 SA_DECLARE_NARROW(avx2);
+SA_DECLARE_DECODE(sa_decode__avx2_sleef);
+SA_DECLARE_DECODE(sa_decode__avx2_poly);
 
 /* avx512: AVX-512 F/BW/DQ/VL, 16 lanes, masked tails. */
 SA_DECLARE_SCORE(sa_score__avx512);

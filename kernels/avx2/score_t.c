@@ -83,31 +83,6 @@ SA_INLINE void score_packed(sa_dtype t, size_t m, size_t n, size_t d,
   }
 }
 
-/* a[0..4): 8 partial sums of 4 keys -> in 128-bit lane L, the sum of a[c]'s
- * lanes 4L..4L+3 in element c (score.c's). */
-SA_INLINE __m256 hsum4(const __m256 a[4]) {
-  __m256 x01 = _mm256_add_ps(_mm256_unpacklo_ps(a[0], a[1]),
-                             _mm256_unpackhi_ps(a[0], a[1]));
-  __m256 x23 = _mm256_add_ps(_mm256_unpacklo_ps(a[2], a[3]),
-                             _mm256_unpackhi_ps(a[2], a[3]));
-  __m256d y01 = _mm256_castps_pd(x01), y23 = _mm256_castps_pd(x23);
-  return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(y01, y23)),
-                       _mm256_castpd_ps(_mm256_unpackhi_pd(y01, y23)));
-}
-
-/* The first nk (<= 4) floats of x to p; w is x's full width, a constant. */
-SA_INLINE void store4(float *p, size_t w, size_t nk, __m128 x) {
-  if (nk == 4 && w == 4)
-    _mm_storeu_ps(p, x);
-  else if (nk == 2 && w == 2)
-    _mm_storel_pi((__m64 *)p, x);
-  else if (nk == 3 && w == 3) {
-    _mm_storel_pi((__m64 *)p, x);
-    _mm_store_ss(p + 2, _mm_movehl_ps(x, x));
-  } else
-    sa_store8_part(p, nk, _mm256_castps128_ps256(x));
-}
-
 /* acc[r][c] += q[r][p..p+8) * widened k[c][p..p+8), for r < mr, c < dn;
  * kx[c] is element p's address in key c's row (widen.h's sa_elem_at). */
 SA_INLINE void fma_step(sa_dtype t, size_t mr, size_t dn, const float *q,
@@ -174,17 +149,7 @@ SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
       }
     }
   }
-  /* score.c's reduction: lane h of sum holds row g + h's sums */
-  const __m256 vs = _mm256_set1_ps(scale);
-  for (size_t g = 0; g < mr; g += 2) {
-    __m256 y0 = hsum4(acc[g]), y1 = hsum4(acc[g + 1]);
-    __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(y0, y1, 0x20),
-                               _mm256_permute2f128_ps(y0, y1, 0x31));
-    sum = _mm256_mul_ps(sum, vs);
-    store4(s + g * lds, dn, nk, _mm256_castps256_ps128(sum));
-    if (g + 1 < mr)
-      store4(s + (g + 1) * lds, dn, nk, _mm256_extractf128_ps(sum, 1));
-  }
+  sa_dots_store8(mr, dn, acc, scale, s, lds, nk);
 }
 
 /* Keys in blocks of dn, each block against every row in blocks of DM. */

@@ -1,8 +1,8 @@
 /*
  * The AVX2 kernels' blocking, stated once: score.c, score_t.c, panel.h,
- * wsum.c and wsum_t.c take their tile sizes and path cutoffs from here, and
- * dispatch/tiles.c reports them to the kernel tests, which sweep shapes
- * around them (tails and path switches are where the bugs are), so a
+ * wsum.c, wsum_t.c and decode.c take their tile sizes and path cutoffs from
+ * here, and dispatch/tiles.c reports them to the kernel tests, which sweep
+ * shapes around them (tails and path switches are where the bugs are), so a
  * retuned tile moves the tests with it. Plain C: dispatch/ includes it
  * without AVX flags.
  */
@@ -21,6 +21,13 @@ enum {
   SA_AVX2_DN_WIDE = 4,
   SA_AVX2_WSUM_MR = 6, /* wsum and wsum_t: rows x vectors of columns */
   SA_AVX2_WSUM_NV = 2,
+  SA_AVX2_DECODE_CHUNK = 32, /* decode: keys a chunk (16 KiB of f32 K at
+                                d = 128, and as much V); its value sums */
+  SA_AVX2_DECODE_NV1 = 8,    /*   take 1 row x NV1 vectors a pass for m = 1, */
+  SA_AVX2_DECODE_NV2 = 4,    /*   2 x NV2 for m = 2, m x NV4 for m <= 4, */
+  SA_AVX2_DECODE_NV4 = 2,
+  SA_AVX2_DECODE_RB = 8, /*   else blocks of RB rows x NV (each NV a power */
+  SA_AVX2_DECODE_NV = 1, /*   of two: a q8_0 block starts a 4th vector) */
 };
 
 #endif /* SA_AVX2_TILES_H */

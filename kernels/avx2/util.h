@@ -60,4 +60,52 @@ static inline void sa_zero8(float *row, size_t count) {
     sa_store8_part(row + j, count - j, _mm256_setzero_ps());
 }
 
+/* a[0..4): 8 partial sums of 4 keys -> in 128-bit lane L, the sum of a[c]'s
+ * lanes 4L..4L+3 in element c. */
+static inline __m256 sa_hsum4(const __m256 a[4]) {
+  __m256 x01 = _mm256_add_ps(_mm256_unpacklo_ps(a[0], a[1]),
+                             _mm256_unpackhi_ps(a[0], a[1]));
+  __m256 x23 = _mm256_add_ps(_mm256_unpacklo_ps(a[2], a[3]),
+                             _mm256_unpackhi_ps(a[2], a[3]));
+  __m256d y01 = _mm256_castps_pd(x01), y23 = _mm256_castps_pd(x23);
+  return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(y01, y23)),
+                       _mm256_castpd_ps(_mm256_unpackhi_pd(y01, y23)));
+}
+
+/* The first nk (<= 4) floats of x to p; w is x's full width, a constant. */
+static inline __attribute__((always_inline)) void
+sa_store4(float *p, size_t w, size_t nk, __m128 x) {
+  if (nk == 4 && w == 4)
+    _mm_storeu_ps(p, x);
+  else if (nk == 2 && w == 2)
+    _mm_storel_pi((__m64 *)p, x);
+  else if (nk == 3 && w == 3) {
+    _mm_storel_pi((__m64 *)p, x);
+    _mm_store_ss(p + 2, _mm_movehl_ps(x, x));
+  } else
+    sa_store8_part(p, nk, _mm256_castps128_ps256(x));
+}
+
+/*
+ * The dot-product tiles' end (score.c, score_t.c, decode.c): acc[r][c]
+ * holds 8 partial sums of row r and key c; s[r][0..nk) = scale * their
+ * sums for r < mr, nk <= dn. Rows past mr and keys past dn reduce zeros,
+ * which the compiler drops; the 128-bit lane swap adds as it goes: lane h
+ * of sum holds row g + h's sums. mr and dn are constants at every call.
+ */
+static inline __attribute__((always_inline)) void
+sa_dots_store8(size_t mr, size_t dn, __m256 acc[4][4], float scale, float *s,
+               size_t lds, size_t nk) {
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (size_t g = 0; g < mr; g += 2) {
+    __m256 y0 = sa_hsum4(acc[g]), y1 = sa_hsum4(acc[g + 1]);
+    __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(y0, y1, 0x20),
+                               _mm256_permute2f128_ps(y0, y1, 0x31));
+    sum = _mm256_mul_ps(sum, vs);
+    sa_store4(s + g * lds, dn, nk, _mm256_castps256_ps128(sum));
+    if (g + 1 < mr)
+      sa_store4(s + (g + 1) * lds, dn, nk, _mm256_extractf128_ps(sum, 1));
+  }
+}
+
 #endif /* SA_AVX2_UTIL_H */
