@@ -39,6 +39,7 @@
 #include "kernels/avx2/tiles.h"
 #include "kernels/avx2/util.h"
 #include "kernels/avx2/widen.h"
+#include "kernels/decode_chunks.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
 #include "kernels/unroll.h"
@@ -59,13 +60,6 @@ _Static_assert(POW2_TO_8(SA_AVX2_DECODE_NV1) && POW2_TO_8(SA_AVX2_DECODE_NV2) &&
                    POW2_TO_8(SA_AVX2_DECODE_NV),
                "decode's value-sum passes take 1, 2, 4 or 8 vectors");
 #undef POW2_TO_8
-
-/* Bytes a row of `count` values of type t takes (q8_0: count / 32 blocks). */
-static size_t row_bytes(sa_dtype t, size_t count) {
-  return t == SA_F32    ? 4 * count
-         : t == SA_Q8_0 ? count / 32 * sizeof(sa_block_q8_0)
-                        : 2 * count;
-}
 
 /* Every 64-byte line of a row on its way to L2 (a zero-length row has none
  * to name). Not to L1 as widen.h's sa_prefetch_row does: there it would
@@ -275,14 +269,6 @@ SA_INLINE void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv,
 
 /* ---- one phase function per type, and the chunk loop */
 
-typedef void (*dots_fn)(size_t m, size_t nc, size_t d, const float *q,
-                        size_t ldq, const char *k, size_t kb, const char *v,
-                        size_t vb, size_t vrow, float scale, float *s);
-typedef void (*sums_fn)(size_t m, size_t nc, size_t dv, const float *p,
-                        const char *v, size_t vb, const float *alpha, float *o,
-                        size_t ldo, const char *kn, size_t nk, size_t kb,
-                        size_t krow);
-
 #define PHASES(T, name)                                                        \
   static void dots_##name(size_t m, size_t nc, size_t d, const float *q,       \
                           size_t ldq, const char *k, size_t kb, const char *v, \
@@ -304,14 +290,14 @@ PHASES(SA_BF16, bf16)
 PHASES(SA_Q8_0, q8_0)
 #undef PHASES
 
-static dots_fn dots_for(sa_dtype t) {
+static sa_decode_dots_fn dots_for(sa_dtype t) {
   return t == SA_F16    ? dots_f16
          : t == SA_BF16 ? dots_bf16
          : t == SA_Q8_0 ? dots_q8_0
                         : dots_f32;
 }
 
-static sums_fn sums_for(sa_dtype t) {
+static sa_decode_sums_fn sums_for(sa_dtype t) {
   return t == SA_F16    ? sums_f16
          : t == SA_BF16 ? sums_bf16
          : t == SA_Q8_0 ? sums_q8_0
@@ -324,19 +310,8 @@ static void decode(size_t m, size_t n, size_t d, size_t dv, const float *q,
                    float *mx, float *l, float *o, size_t ldo,
                    sa_softmax_online_fn online) {
   _Alignas(32) float s[SA_DECODE_ROWS * CHUNK];
-  float alpha[SA_DECODE_ROWS];
-  const dots_fn dots_k = dots_for(kt);
-  const sums_fn sums_v = sums_for(vt);
-  const size_t kb = ldk * sa_dtype_unit(kt), vb = ldv * sa_dtype_unit(vt);
-  const size_t krow = row_bytes(kt, d), vrow = row_bytes(vt, dv);
-  const char *kc = k, *vc = v;
-  for (size_t j0 = 0; j0 < n; j0 += CHUNK, kc += CHUNK * kb, vc += CHUNK * vb) {
-    size_t nc = n - j0 < CHUNK ? n - j0 : CHUNK;
-    size_t rest = n - j0 - nc, nk = rest < CHUNK ? rest : CHUNK;
-    dots_k(m, nc, d, q, ldq, kc, kb, vc, vb, vrow, scale, s);
-    online(m, nc, s, CHUNK, NULL, mx, l, alpha);
-    sums_v(m, nc, dv, s, vc, vb, alpha, o, ldo, kc + CHUNK * kb, nk, kb, krow);
-  }
+  sa_decode_chunks(CHUNK, s, dots_for(kt), online, sums_for(vt), m, n, d, dv, q,
+                   ldq, k, ldk, kt, v, ldv, vt, scale, mx, l, o, ldo);
 }
 
 SA_DECLARE_DECODE(sa_decode__avx2_sleef) {

@@ -40,6 +40,7 @@
 #include "kernels/avx512/tiles.h"
 #include "kernels/avx512/util.h"
 #include "kernels/avx512/widen.h"
+#include "kernels/decode_chunks.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
 #include "kernels/unroll.h"
@@ -49,13 +50,6 @@ enum { CHUNK = SA_AVX512_DECODE_CHUNK, DM = SA_AVX512_DM, DN = SA_AVX512_DN };
 #define AI static inline __attribute__((always_inline))
 
 typedef __m512 (*exp16_fn)(__m512);
-
-/* Bytes of a row of `count` values of type t. */
-static size_t row_bytes(sa_dtype t, size_t count) {
-  return t == SA_F32    ? 4 * count
-         : t == SA_Q8_0 ? count / 32 * sizeof(sa_block_q8_0)
-                        : 2 * count;
-}
 
 /* Every 64-byte line of [row, row + bytes) on its way to L1. */
 AI void prefetch_row(const char *row, size_t bytes) {
@@ -273,7 +267,8 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
   _Alignas(64) float s[SA_DECODE_ROWS * CHUNK];
   float alpha[SA_DECODE_ROWS];
   const size_t kb = ldk * sa_dtype_unit(kt), vb = ldv * sa_dtype_unit(vt);
-  const size_t krow = row_bytes(kt, d), vrow = row_bytes(vt, dv);
+  const size_t krow = sa_decode_row_bytes(kt, d);
+  const size_t vrow = sa_decode_row_bytes(vt, dv);
   const char *kc = k, *vc = v;
   for (size_t j0 = 0; j0 < n; j0 += CHUNK, kc += CHUNK * kb, vc += CHUNK * vb) {
     size_t nc = n - j0 < CHUNK ? n - j0 : CHUNK;

@@ -74,6 +74,7 @@
  */
 #include <stdint.h>
 
+#include "kernels/decode_chunks.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
 #include "kernels/neon/tiles.h"
@@ -82,13 +83,6 @@
 #include "kernels/unroll.h"
 
 enum { CHUNK = SA_NEON_DECODE_CHUNK };
-
-/* Bytes of a row of `count` values of type t. */
-static size_t row_bytes(sa_dtype t, size_t count) {
-  return t == SA_F32    ? 4 * count
-         : t == SA_Q8_0 ? count / SA_QK8_0 * sizeof(sa_block_q8_0)
-                        : 2 * count;
-}
 
 /* Every 64-byte line of [p, p + bytes) on its way to L1, eight PRFMs a
  * loop step so the loop adds little to the one instruction a line. */
@@ -236,10 +230,6 @@ SA_NEON_INLINE void chunk_dots(sa_dtype t, size_t m, size_t nc, size_t d,
     }
   }
 }
-
-typedef void dots_fn(size_t m, size_t nc, size_t d, const float *q, size_t ldq,
-                     const char *k, size_t kb, const char *v, size_t vb,
-                     size_t vrow, float scale, float *s);
 
 #define DOTS_OF(name, t)                                                       \
   static void name(size_t m, size_t nc, size_t d, const float *q, size_t ldq,  \
@@ -443,11 +433,6 @@ SA_NEON_INLINE void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv,
   }
 }
 
-typedef void sums_fn(size_t m, size_t nc, size_t dv, const float *p,
-                     const char *v, size_t vb, const float *alpha, float *o,
-                     size_t ldo, const char *kn, size_t nk, size_t kb,
-                     size_t krow);
-
 #define SUMS_OF(name, t)                                                       \
   static void name(size_t m, size_t nc, size_t dv, const float *p,             \
                    const char *v, size_t vb, const float *alpha, float *o,     \
@@ -469,25 +454,16 @@ static void decode(size_t m, size_t n, size_t d, size_t dv, const float *q,
                    float *mx, float *l, float *o, size_t ldo,
                    sa_softmax_online_fn online) {
   _Alignas(16) float s[SA_DECODE_ROWS * CHUNK];
-  float alpha[SA_DECODE_ROWS];
-  dots_fn *dots_k = kt == SA_F16    ? dots_f16
-                    : kt == SA_BF16 ? dots_bf16
-                    : kt == SA_Q8_0 ? dots_q8_0
-                                    : dots_f32;
-  sums_fn *sums_v = vt == SA_F16    ? sums_f16
-                    : vt == SA_BF16 ? sums_bf16
-                    : vt == SA_Q8_0 ? sums_q8_0
-                                    : sums_f32;
-  const size_t kb = ldk * sa_dtype_unit(kt), vb = ldv * sa_dtype_unit(vt);
-  const size_t krow = row_bytes(kt, d), vrow = row_bytes(vt, dv);
-  const char *kc = k, *vc = v;
-  for (size_t j0 = 0; j0 < n; j0 += CHUNK, kc += CHUNK * kb, vc += CHUNK * vb) {
-    size_t nc = n - j0 < CHUNK ? n - j0 : CHUNK;
-    size_t rest = n - j0 - nc, nk = rest < CHUNK ? rest : CHUNK;
-    dots_k(m, nc, d, q, ldq, kc, kb, vc, vb, vrow, scale, s);
-    online(m, nc, s, CHUNK, NULL, mx, l, alpha);
-    sums_v(m, nc, dv, s, vc, vb, alpha, o, ldo, kc + CHUNK * kb, nk, kb, krow);
-  }
+  sa_decode_dots_fn dots_k = kt == SA_F16    ? dots_f16
+                             : kt == SA_BF16 ? dots_bf16
+                             : kt == SA_Q8_0 ? dots_q8_0
+                                             : dots_f32;
+  sa_decode_sums_fn sums_v = vt == SA_F16    ? sums_f16
+                             : vt == SA_BF16 ? sums_bf16
+                             : vt == SA_Q8_0 ? sums_q8_0
+                                             : sums_f32;
+  sa_decode_chunks(CHUNK, s, dots_k, online, sums_v, m, n, d, dv, q, ldq, k,
+                   ldk, kt, v, ldv, vt, scale, mx, l, o, ldo);
 }
 
 SA_DECLARE_DECODE(sa_decode__neon_sleef) {
