@@ -5,9 +5,10 @@
  * and which rule it broke, then aborts, so libFuzzer keeps the input.
  *
  * The rules, for every call:
- * - No crash and no sanitizer report (the whole library is built with
- *   AddressSanitizer and UBSan; Q, K, V, masks and arrays are allocated to
- *   exactly their extent).
+ * - No crash and no sanitizer report (the library is built with
+ *   AddressSanitizer and UBSan, the SIMD sets without ASan: Q, K, V and the
+ *   masks end or start at a PROT_NONE page, the other arrays are allocated
+ *   to exactly their extent).
  * - Every set returns the status scalar returns, and scalar the one the
  *   header promises for the planted defect (SA_OK for none).
  * - Nothing is written outside O's and LSE's elements: the canary bytes

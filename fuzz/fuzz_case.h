@@ -227,7 +227,7 @@ static inline void fz_masks(fz_case *c, fz_bytes *b) {
   if (a % 3 == 0) {
     size_t keys = k & 1 ? 1 + (k >> 1) % d->len_kv : 0;
     d->mask_add_layout = fz_mask_layout(a / 3, keys, d, &c->add_rs, &c->add_n);
-    c->add = xmalloc(c->add_n * sizeof(float));
+    c->add = fz_fenced(c->add_n * sizeof(float));
     d->mask_add = c->add;
   }
   unsigned p = fz_u8(b), kk = fz_u8(b);
@@ -235,7 +235,7 @@ static inline void fz_masks(fz_case *c, fz_bytes *b) {
     size_t keys = kk & 1 ? 1 + (kk >> 1) % d->len_kv : 0;
     d->mask_bool_layout =
         fz_mask_layout(p / 3, keys, d, &c->keep_rs, &c->keep_n);
-    c->keep = xmalloc(c->keep_n);
+    c->keep = fz_fenced(c->keep_n);
     d->mask_bool = c->keep;
   }
   /* values once the keys each sequence has are known; elements no row
@@ -487,6 +487,7 @@ static inline void fz_case_make(fz_case *c, const uint8_t *data, size_t size) {
   for (size_t i = 0; i < size; i++)
     h = (h ^ data[i]) * 1099511628211ull;
   t_seed(h);
+  fz_fence_front = h % 3 == 0;
   fz_bytes b = {data, size};
   fz_desc(c, &b);
   sa_attention_desc *d = &c->d;
@@ -524,8 +525,8 @@ static inline void fz_case_make(fz_case *c, const uint8_t *data, size_t size) {
 static inline void fz_case_free(fz_case *c) {
   fz_tensor_free(&c->q), fz_tensor_free(&c->k), fz_tensor_free(&c->v);
   fz_tensor_free(&c->o);
-  free(c->oimg), free(c->add), free(c->add_live), free(c->keep),
-      free(c->slopes), free(c->sinks);
+  fz_unfence(c->add), fz_unfence(c->keep);
+  free(c->oimg), free(c->add_live), free(c->slopes), free(c->sinks);
   free(c->valid), free(c->cuq), free(c->cukv), free(c->table);
   free(c->lse_mem);
 }

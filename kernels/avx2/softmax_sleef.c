@@ -9,13 +9,17 @@
 #include "kernels/avx2/softmax_impl.h"
 #include "kernels/kernels.h"
 
+/* SLEEF declares its entry points const (a GNU attribute that clang counts
+ * as part of the function type): a plain function to pass by pointer. */
+static __m256 exp8_sleef(__m256 x) { return Sleef_expf8_u10avx2(x); }
+
 void sa_softmax__avx2_sleef(size_t m, size_t n, float *s, size_t lds,
                             const size_t *len) {
-  sa_softmax8_rows(m, n, s, lds, len, Sleef_expf8_u10avx2);
+  sa_softmax8_rows(m, n, s, lds, len, exp8_sleef);
 }
 
 void sa_softmax_online__avx2_sleef(size_t m, size_t n, float *s, size_t lds,
                                    const size_t *len, float *mx, float *l,
                                    float *alpha) {
-  sa_softmax_online8_rows(m, n, s, lds, len, mx, l, alpha, Sleef_expf8_u10avx2);
+  sa_softmax_online8_rows(m, n, s, lds, len, mx, l, alpha, exp8_sleef);
 }
