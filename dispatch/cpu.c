@@ -42,6 +42,7 @@ static const struct {
     {SA_CPU_AVX512BF16, "avx512bf16"},
     {SA_CPU_AVX512VNNI, "avx512vnni"},
     {SA_CPU_F16C, "f16c"},
+    {SA_CPU_FAST_BF16DOT, "fast-bf16dot"},
     {SA_CPU_NEON, "neon"},
     {SA_CPU_ASIMDHP, "asimdhp"},
     {SA_CPU_SVE, "sve"},

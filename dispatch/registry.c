@@ -81,8 +81,8 @@ static const sa_kernel_set kernel_sets[] = {
      .about = "plain C loops, libm expf; the oracle", .vector_bits = 0,
      .priority = 0, .cpu_features = 0, .score = sa_score__scalar,
      .softmax = sa_softmax__scalar, .softmax_online = sa_softmax_online__scalar,
-     .wsum = sa_wsum__scalar, .score_mod = sa_score_mod__scalar,
-     NARROW(scalar), .decode = sa_decode__scalar},
+     .wsum = sa_wsum__scalar, .score_mod = sa_score_mod__scalar, NARROW(scalar),
+     .decode = sa_decode__scalar},
     /* Never chosen automatically (priority below scalar's): the set to hold
      * the others to when the float oracle's own rounding matters. */
     {SET, .name = "scalar-f64", .isa = "scalar", .exp_impl = "libm-double",
@@ -136,7 +136,8 @@ static const sa_kernel_set kernel_sets[] = {
      .score = sa_score__avx512, .softmax = sa_softmax__avx512_sleef,
      .softmax_online = sa_softmax_online__avx512_sleef, .wsum = sa_wsum__avx512,
      .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512),
-     .score_bf16 = sa_score_bf16_dp__avx512, .decode = sa_decode__avx512_sleef},
+     .score_bf16 = sa_score_bf16_dp__avx512, .decode = sa_decode__avx512_sleef,
+     .prefer_features = SA_CPU_FAST_BF16DOT},
 #endif
 #if SA_HAVE_NEON
     {SET, .name = "neon", .isa = "neon", EXP_SLEEF_U10,
@@ -213,10 +214,17 @@ int sa_kernel_set_supported(const sa_kernel_set *set) {
   return (sa_cpu_features() & set->cpu_features) == set->cpu_features;
 }
 
+int sa_kernel_set_preferred(const sa_kernel_set *set) {
+  if (!set)
+    return 0;
+  return (sa_cpu_features() & set->prefer_features) == set->prefer_features;
+}
+
 const sa_kernel_set *sa_kernel_set_best(void) {
   const sa_kernel_set *best = &kernel_sets[0];
   for (size_t i = 1; i < N_SETS; i++)
     if (sa_kernel_set_supported(&kernel_sets[i]) &&
+        sa_kernel_set_preferred(&kernel_sets[i]) &&
         kernel_sets[i].priority > best->priority)
       best = &kernel_sets[i];
   return best;

@@ -40,14 +40,14 @@ extern "C" {
 
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
-#define SA_VERSION_MINOR 6
+#define SA_VERSION_MINOR 7
 #define SA_VERSION_PATCH 0
-#define SA_VERSION_STRING "0.6.0"
+#define SA_VERSION_STRING "0.7.0"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.6.0". Compare with SA_VERSION to see which header a caller was built
+ * "0.7.0". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);
@@ -98,6 +98,10 @@ enum {
   SA_CPU_AVX512BF16 = 1u << 8,
   SA_CPU_AVX512VNNI = 1u << 9,
   SA_CPU_F16C = 1u << 10, /* vcvtph2ps / vcvtps2ph (with AVX state) */
+  /* Not an instruction: AVX512_BF16 whose vdpbf16ps gives more products
+   * per cycle than FMA (AMD's; Intel's measured slower than widening bf16
+   * to f32, docs/DESIGN.md). Only ever in a set's prefer_features. */
+  SA_CPU_FAST_BF16DOT = 1u << 11,
   SA_CPU_NEON = 1u << 16, /* AArch64 Advanced SIMD */
   SA_CPU_ASIMDHP = 1u << 17,
   SA_CPU_SVE = 1u << 18,
@@ -328,6 +332,11 @@ typedef struct sa_kernel_set {
   /* Score to weighted sum for a few rows (above); NULL in a set without
    * one, where the drivers run score, softmax_online and wsum instead. */
   sa_decode_fn decode;
+  /* --- 0.7 */
+  /* SA_CPU_* bits without which a runnable set is not chosen by default
+   * (sa_kernel_set_best); by name (SIMDATTN_ISA, sa_kernel_set_select) it
+   * runs wherever cpu_features are met. 0: no preference. */
+  uint64_t prefer_features;
 } sa_kernel_set;
 
 /* Every kernel set compiled into this library, runnable here or not. */
@@ -341,9 +350,14 @@ SA_API const sa_kernel_set *sa_kernel_set_find(const char *name);
 /* 1 if this CPU (and OS) can run the set, else 0. */
 SA_API int sa_kernel_set_supported(const sa_kernel_set *set);
 
+/* 1 if this CPU has the set's prefer_features (0.7), so that it may be
+ * chosen by default when it is also supported, else 0. */
+SA_API int sa_kernel_set_preferred(const sa_kernel_set *set);
+
 /*
  * The set used when nothing is asked for: the one SIMDATTN_ISA names if it is
- * set (not empty, not "auto"), else the highest-priority runnable set.
+ * set (not empty, not "auto"), else the highest-priority runnable set
+ * among those this CPU prefers (sa_kernel_set_preferred).
  * Decided once per process, thread-safely, on first use; later changes to the
  * environment are not seen. One policy everywhere: a SIMDATTN_ISA that names
  * no set (SA_ERR_UNKNOWN_ISA) or one this CPU cannot run
@@ -353,7 +367,7 @@ SA_API int sa_kernel_set_supported(const sa_kernel_set *set);
  */
 SA_API sa_status sa_kernel_set_default(const sa_kernel_set **out);
 
-/* The highest-priority runnable set, ignoring SIMDATTN_ISA. */
+/* The highest-priority runnable, preferred set, ignoring SIMDATTN_ISA. */
 SA_API const sa_kernel_set *sa_kernel_set_best(void);
 
 /*

@@ -67,14 +67,19 @@ static void test_detection(void) {
   CHECK(!!(f & SA_CPU_AVX512VL) == !!__builtin_cpu_supports("avx512vl"),
         "avx512vl");
   CHECK(f & SA_CPU_SSE2, "sse2 is baseline x86-64");
+  /* the vendor rule of cpu_x86.c, read from gcc's vendor probe */
+  CHECK(!!(f & SA_CPU_FAST_BF16DOT) ==
+            (!!(f & SA_CPU_AVX512BF16) && __builtin_cpu_is("amd")),
+        "fast-bf16dot");
 #elif defined(__aarch64__)
   CHECK(f & SA_CPU_NEON, "Advanced SIMD is baseline AArch64");
 #endif
 }
 
 /* What the header promises of the automatic choice, checked against each
- * runnable set: it runs here, nothing runnable outranks it, its vectors are
- * the widest, its exp the most accurate of the automatic sets of its ISA. */
+ * runnable set: it runs here and is preferred here, nothing runnable and
+ * preferred outranks it, its vectors are the widest, its exp the most
+ * accurate of the automatic sets of its ISA. */
 static void test_best(void) {
   t_context = "best";
   const sa_kernel_set *best = sa_kernel_set_best();
@@ -82,12 +87,21 @@ static void test_best(void) {
         best ? best->name : "(NULL)");
   if (!best)
     return;
+  CHECK(sa_kernel_set_preferred(best), "best %s is not preferred here",
+        best->name);
   for (size_t i = 0; i < sa_kernel_set_count(); i++) {
     const sa_kernel_set *ks = sa_kernel_set_at(i);
+    /* no preference is a preference everywhere */
+    CHECK(ks->prefer_features || sa_kernel_set_preferred(ks),
+          "%s has no prefer_features but is not preferred", ks->name);
     if (!sa_kernel_set_supported(ks))
       continue;
-    CHECK(ks->priority <= best->priority, "runnable %s outranks best %s",
-          ks->name, best->name);
+    if (sa_kernel_set_preferred(ks))
+      CHECK(ks->priority <= best->priority, "runnable %s outranks best %s",
+            ks->name, best->name);
+    else
+      printf("  %s runs here but is not preferred (lacks %#llx)\n", ks->name,
+             (unsigned long long)(ks->prefer_features & ~sa_cpu_features()));
     CHECK(ks->vector_bits <= best->vector_bits, "%s is wider than %s", ks->name,
           best->name);
     /* of the sets the automatic choice considers: a negative priority
