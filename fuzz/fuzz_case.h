@@ -76,11 +76,14 @@ typedef struct fz_case {
   fz_tensor q, k, v, o;
   unsigned char *oimg; /* O's buffer before a call, canaries included */
   size_t obytes;       /* O's buffer with its canaries */
+  int fence_front;     /* inputs fenced before their start, not after */
   float *add;          /* additive mask: elements, resolved layout */
   unsigned char *add_live;
   size_t add_n;
   sa_mask_layout add_rs;
+  guarded add_fence;
   uint8_t *keep; /* boolean mask */
+  guarded keep_fence;
   size_t keep_n;
   sa_mask_layout keep_rs;
   float *slopes, *sinks;
@@ -227,7 +230,7 @@ static inline void fz_masks(fz_case *c, fz_bytes *b) {
   if (a % 3 == 0) {
     size_t keys = k & 1 ? 1 + (k >> 1) % d->len_kv : 0;
     d->mask_add_layout = fz_mask_layout(a / 3, keys, d, &c->add_rs, &c->add_n);
-    c->add = fz_fenced(c->add_n * sizeof(float));
+    c->add = g_map(c->add_n * sizeof(float), c->fence_front, &c->add_fence);
     d->mask_add = c->add;
   }
   unsigned p = fz_u8(b), kk = fz_u8(b);
@@ -235,7 +238,7 @@ static inline void fz_masks(fz_case *c, fz_bytes *b) {
     size_t keys = kk & 1 ? 1 + (kk >> 1) % d->len_kv : 0;
     d->mask_bool_layout =
         fz_mask_layout(p / 3, keys, d, &c->keep_rs, &c->keep_n);
-    c->keep = fz_fenced(c->keep_n);
+    c->keep = g_map(c->keep_n, c->fence_front, &c->keep_fence);
     d->mask_bool = c->keep;
   }
   /* values once the keys each sequence has are known; elements no row
@@ -458,7 +461,7 @@ static inline void fz_out(fz_case *c, fz_bytes *b) {
   } else {
     fz_layout(c, &c->o, b, 0, 0);
   }
-  fz_alloc(&c->o, FZ_GUARD);
+  fz_alloc(&c->o, FZ_GUARD, 0);
   c->obytes = c->o.bytes + 2 * FZ_GUARD;
   c->oimg = xmalloc(c->obytes);
   d->o = c->o.st;
@@ -487,7 +490,7 @@ static inline void fz_case_make(fz_case *c, const uint8_t *data, size_t size) {
   for (size_t i = 0; i < size; i++)
     h = (h ^ data[i]) * 1099511628211ull;
   t_seed(h);
-  fz_fence_front = h % 3 == 0;
+  c->fence_front = h % 3 == 0;
   fz_bytes b = {data, size};
   fz_desc(c, &b);
   sa_attention_desc *d = &c->d;
@@ -504,9 +507,9 @@ static inline void fz_case_make(fz_case *c, const uint8_t *data, size_t size) {
   fz_layout(c, &c->k, &b, 1, 1);
   fz_layout(c, &c->v, &b, 1, 1);
   d->q = c->q.st, d->k = c->k.st, d->v = c->v.st;
-  fz_alloc(&c->q, 0);
-  fz_alloc(&c->k, 0);
-  fz_alloc(&c->v, 0);
+  fz_alloc(&c->q, 0, c->fence_front);
+  fz_alloc(&c->k, 0, c->fence_front);
+  fz_alloc(&c->v, 0, c->fence_front);
   fz_out(c, &b);
   fz_masks(c, &b);
   fz_lse_make(c, &b);
@@ -525,7 +528,7 @@ static inline void fz_case_make(fz_case *c, const uint8_t *data, size_t size) {
 static inline void fz_case_free(fz_case *c) {
   fz_tensor_free(&c->q), fz_tensor_free(&c->k), fz_tensor_free(&c->v);
   fz_tensor_free(&c->o);
-  fz_unfence(c->add), fz_unfence(c->keep);
+  g_free(&c->add_fence), g_free(&c->keep_fence);
   free(c->oimg), free(c->add_live), free(c->slopes), free(c->sinks);
   free(c->valid), free(c->cuq), free(c->cukv), free(c->table);
   free(c->lse_mem);

@@ -10,8 +10,6 @@
 #define SA_FUZZ_TENSOR_H
 
 #include <float.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "kernels/dtype.h"
 #include "tests/reference.h"
@@ -27,7 +25,7 @@ typedef struct fz_tensor {
   size_t units;        /* extent */
   size_t bytes;        /* units * unit bytes */
   unsigned char *n;    /* the library's buffer (exactly bytes long) */
-  int fenced;          /* mem is fz_fenced (inputs) */
+  guarded fence;       /* an input's mapping (base NULL: O, malloc'd) */
   unsigned char *live; /* per unit: the call may read it */
   float *w;            /* widened: units * elements-per-unit floats */
   sa_strides ws;       /* widened strides, in floats */
@@ -93,78 +91,23 @@ static inline void fz_extent(fz_tensor *x) {
   x->ws = (sa_strides){s->batch * k, s->head * k, s->seq * k};
 }
 
-/* Buffers of exactly their extent (at least a byte: pointers are never
- * NULL); O gets FZ_GUARD canary bytes on either side. */
-/* ------------------------------------------------------ fenced buffers */
-
-/*
- * The buffers the kernels read (Q, K, V, masks) sit against a PROT_NONE
- * page, after their last byte or, for a third of the inputs, before their
- * first: under clang the SIMD sets are built without AddressSanitizer
- * (fuzz/README.md says why), so the fence, not ASan, is what catches a
- * kernel reading past a tensor. The pointer keeps the element alignment
- * (every extent is a whole number of elements, the page boundary is
- * aligned). Up to FZ_FENCES live at once, found again by pointer.
- */
-enum { FZ_FENCES = 16 };
-static struct {
-  void *p, *base;
-  size_t map;
-} fz_fences[FZ_FENCES];
-static int fz_fence_front; /* set per input by fz_case_make */
-
-static inline void *fz_fenced(size_t bytes) {
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  size_t data = (bytes + page - 1) / page * page, map = data + page;
-  char *base = mmap(NULL, map, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) {
-    perror("mmap");
-    exit(2);
-  }
-  char *fence = fz_fence_front ? base : base + data;
-  if (mprotect(fence, page, PROT_NONE) != 0) {
-    perror("mprotect");
-    exit(2);
-  }
-  char *p = fz_fence_front ? base + page : base + data - bytes;
-  for (int i = 0; i < FZ_FENCES; i++)
-    if (!fz_fences[i].p) {
-      fz_fences[i].p = p, fz_fences[i].base = base, fz_fences[i].map = map;
-      return p;
-    }
-  fprintf(stderr, "fz_fenced: more than %d buffers\n", FZ_FENCES);
-  exit(2);
-}
-
-static inline void fz_unfence(void *p) {
-  if (!p)
-    return;
-  for (int i = 0; i < FZ_FENCES; i++)
-    if (fz_fences[i].p == p) {
-      munmap(fz_fences[i].base, fz_fences[i].map);
-      fz_fences[i].p = NULL;
-      return;
-    }
-  fprintf(stderr, "fz_unfence: %p was not fenced\n", p);
-  abort();
-}
-
-/* ----------------------------------------------------------- tensors */
-
-/* An input (guard 0) is fenced; O keeps canaries of `guard` bytes on both
- * sides, which the harness checks after every call. */
-static inline void fz_alloc(fz_tensor *x, size_t guard) {
-  x->mem = guard ? xmalloc(x->bytes + 2 * guard) : fz_fenced(x->bytes);
-  x->fenced = !guard;
+/* O: exactly its extent (at least a byte: pointers are never NULL) with
+ * `guard` canary bytes on either side, which the harness checks after
+ * every call. An input (guard 0): against a PROT_NONE page, after its last
+ * byte or (front) before its first, because under clang the SIMD sets are
+ * built without AddressSanitizer (fuzz/README.md says why), so the page,
+ * not ASan, is what catches a kernel reading past a tensor. */
+static inline void fz_alloc(fz_tensor *x, size_t guard, int front) {
+  x->mem =
+      guard ? xmalloc(x->bytes + 2 * guard) : g_map(x->bytes, front, &x->fence);
   x->n = x->mem + guard;
   x->live = calloc(x->units + 1, 1);
   x->w = xmalloc((x->units * fz_per_unit(x->t) + 1) * sizeof(float));
 }
 
 static inline void fz_tensor_free(fz_tensor *x) {
-  if (x->fenced)
-    fz_unfence(x->mem);
+  if (x->fence.base)
+    g_free(&x->fence);
   else
     free(x->mem);
   free(x->live), free(x->w);

@@ -80,26 +80,30 @@ typedef struct guarded {
   size_t map_bytes;
 } guarded;
 
-static inline guarded g_alloc(size_t n) {
+/* `bytes` bytes right before a PROT_NONE page, or (front) right after one;
+ * g gets the mapping for g_free, the start is returned. A start at the end
+ * keeps the alignment of any element size that divides `bytes`. */
+static inline void *g_map(size_t bytes, int front, guarded *g) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  size_t bytes = n * sizeof(float);
-  size_t data_pages = (bytes + page - 1) / page;
-  size_t map = (data_pages + 1) * page;
-  guarded g = {NULL, NULL, 0};
-  void *base = mmap(NULL, map, PROT_READ | PROT_WRITE,
+  size_t data = (bytes + page - 1) / page * page, map = data + page;
+  char *base = mmap(NULL, map, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) {
     perror("mmap");
     exit(2);
   }
-  char *guard = (char *)base + data_pages * page;
-  if (mprotect(guard, page, PROT_NONE) != 0) {
+  if (mprotect(front ? base : base + data, page, PROT_NONE) != 0) {
     perror("mprotect");
     exit(2);
   }
-  g.base = base;
-  g.map_bytes = map;
-  g.p = (float *)(guard - bytes);
+  g->base = base;
+  g->map_bytes = map;
+  return front ? base + page : base + data - bytes;
+}
+
+static inline guarded g_alloc(size_t n) {
+  guarded g = {NULL, NULL, 0};
+  g.p = g_map(n * sizeof(float), 0, &g);
   return g;
 }
 
