@@ -73,6 +73,25 @@ static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
   *ldv = p->vdim;
 }
 
+/* The addresses of the K and V rows of keys [j0, j0 + nb) of the tile's KV
+ * head in a paged cache, page by page. */
+static void rows_at(const sa_plan *p, const sa_tile_io *t, size_t j0, size_t nb,
+                    const void **k, const void **v) {
+  const int32_t *pages = p->table + t->b * p->table_ld;
+  const size_t kr = p->k.seq * p->unit[1], vr = p->v.seq * p->unit[2];
+  for (size_t j = 0; j < nb;) {
+    size_t key = j0 + j, pg = (size_t)pages[key / p->page];
+    size_t slot = key % p->page, run = p->page - slot;
+    run = run < nb - j ? run : nb - j;
+    const char *ks = sa_at(t->k, pg * p->k.batch + slot * p->k.seq, p->unit[1]);
+    const char *vs = sa_at(t->v, pg * p->v.batch + slot * p->v.seq, p->unit[2]);
+    for (size_t r = 0; r < run; r++, j++) {
+      k[j] = ks + r * kr;
+      v[j] = vs + r * vr;
+    }
+  }
+}
+
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
                    const sa_tile_io *t, sa_scratch *ws) {
   const size_t m = t->m, bkv = p->block_kv;
@@ -90,14 +109,15 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
   }
 
   /* A few rows with nothing around the softmax, on a cache paged finer
-   * than a key block: the set's decode kernel takes each page whose keys
-   * every row sees, in place, score to weighted sum in one call (the three
-   * kernels would pay a gather, or three calls and a rescale, per page).
+   * than a key block: the set's decode_rows takes each block whose keys
+   * every row sees, its rows' addresses listed page by page, score to
+   * weighted sum in one call whose chunks span pages (the three kernels
+   * would pay a gather per block, or three calls and a rescale per page).
    * On long contiguous blocks the three kernels stream K and V at least as
    * fast (docs/DESIGN.md, "The decode kernel"), so they keep those. */
-  const int dec = ks->decode && m <= SA_DECODE_ROWS && !p->mods && !p->scan &&
-                  !p->q_direct && p->table && !sa_pages_in_place(p);
-  const int in_place = p->table && (dec || sa_pages_in_place(p));
+  const int dec = ks->decode_rows && m <= SA_DECODE_ROWS && !p->mods &&
+                  !p->scan && !p->q_direct && p->table && !sa_pages_in_place(p);
+  const int in_place = p->table && sa_pages_in_place(p);
   float *s = ws->buf;
   int first = 1;
   size_t nb;
@@ -106,20 +126,32 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
     if (in_place && nb > p->page - j0 % p->page)
       nb = p->page - j0 % p->page; /* a block never spans two pages */
     int partial, left;
-    if (!sa_rows_block(p, t, &r, j0, nb, &partial, &left))
+    if (dec) {
+      /* as many keys as the lists hold when every row sees them all, else
+       * a key block when every row sees that */
+      size_t nl = r.jhi - j0 < p->list_keys ? r.jhi - j0 : p->list_keys;
+      sa_rows_block(p, t, &r, j0, nl, &partial, &left);
+      if ((partial || left) && nl > nb)
+        sa_rows_block(p, t, &r, j0, nl = nb, &partial, &left);
+      nb = nl;
+    }
+    if (dec && !partial && !left) {
+      const void **kl = (const void **)(void *)(ws->buf + p->rowlist);
+      const void **vl = kl + p->list_keys;
+      rows_at(p, t, j0, nb, kl, vl);
+      if (first)
+        for (size_t i = 0; i < m; i++)
+          memset(t->o + i * t->ldo, 0, p->dim_v * sizeof(float));
+      ks->decode_rows(m, nb, p->dim_qk, p->dim_v, q, ldq, kl, p->k_type, vl,
+                      p->v_type, p->scale, r.mx, r.l, t->o, t->ldo);
+      first = 0;
+      continue;
+    }
+    if (!dec && !sa_rows_block(p, t, &r, j0, nb, &partial, &left))
       continue;
     const void *kb, *vb;
     size_t ldk, ldv;
     keys_at(p, t, ws, in_place, j0, nb, &kb, &ldk, &vb, &ldv);
-    if (dec && !partial && !left) {
-      if (first)
-        for (size_t i = 0; i < m; i++)
-          memset(t->o + i * t->ldo, 0, p->dim_v * sizeof(float));
-      ks->decode(m, nb, p->dim_qk, p->dim_v, q, ldq, kb, ldk, p->k_type, vb,
-                 ldv, p->v_type, p->scale, r.mx, r.l, t->o, t->ldo);
-      first = 0;
-      continue;
-    }
     sa_score_any(ks, p, m, nb, q, ldq, kb, ldk, s);
     sa_rows_mods(ks, p, t, ws, &r, j0, nb, left);
     ks->softmax_online(m, nb, s, p->lds, partial ? r.hib : NULL, r.mx, r.l,

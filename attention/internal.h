@@ -125,6 +125,8 @@ typedef struct sa_plan {
   const int32_t *table;        /* paged keys, or NULL */
   size_t table_ld, page, npages;
   size_t kvgather;     /* paged, small pages: a key block gathered, in buf */
+  size_t rowlist;      /* paged decode: list_keys K, then V row addresses */
+  size_t list_keys;    /* keys a paged decode call takes at most */
   size_t end_extra[3]; /* add, bool (bytes), lse: elements spanned */
   int scan;            /* a mask can remove keys inside a row's range */
   int mods;            /* score_mod has a step besides the window's edge */
@@ -165,11 +167,9 @@ sa_status sa_plan_memory(sa_plan *plan, const void *q, const void *k,
                          const void *v, const void *o);
 
 /* Paged keys: blocks are cut at page boundaries and read in place when a
- * page holds a whole key block; smaller pages are gathered per block. For
- * 16-key pages (decode, 4 query rows a tile) the two cost the same on Zen 5
- * (in place pays a rescale and three kernel calls per 16 keys, gathering a
- * copy); either is about twice a contiguous cache, the price of reading
- * 8 KiB runs from scattered addresses. */
+ * page holds a whole key block. Smaller pages: a decode tile hands the set's
+ * decode_rows the block's row addresses (its chunks span pages); other
+ * tiles, and blocks a mask cuts, are gathered contiguous per block. */
 static inline int sa_pages_in_place(const sa_plan *p) {
   return p->page >= p->block_kv;
 }

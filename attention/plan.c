@@ -404,16 +404,28 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   if (!ov && p->mask_bool && p->bool_at.key != 1)
     gbool = (tile + 3) / 4;
   /* paged keys in pages smaller than a key block: the block's K and V rows
-   * are gathered contiguous */
-  size_t gkv = 0;
-  if (!ov && p->table && !sa_pages_in_place(p))
-    ov = mul_ov(p->block_kv, p->dim_qk + p->dim_v, &gkv); /* f32: the most */
+   * are gathered contiguous, or (decode) their addresses listed, two
+   * pointers a key at an even float offset */
+  size_t gkv = 0, glist = 0;
+  p->list_keys = 0;
+  if (!ov && p->table && !sa_pages_in_place(p)) {
+    /* a decode call takes up to SA_DECODE_BLOCK_KV keys (fewer calls, and
+     * the kernel's prefetch runs on across pages within one) */
+    p->list_keys =
+        p->len_kv < SA_DECODE_BLOCK_KV ? p->len_kv : SA_DECODE_BLOCK_KV;
+    if (p->list_keys < p->block_kv)
+      p->list_keys = p->block_kv;
+    ov = mul_ov(p->block_kv, p->dim_qk + p->dim_v, &gkv) || /* f32: the most */
+         mul_ov(p->list_keys, 2 * sizeof(void *) / sizeof(float), &glist);
+  }
   if (ov || add_ov(p->gather, gadd, &p->kvgather) ||
       add_ov(p->kvgather, gbool, &p->kvgather) ||
-      add_ov(p->kvgather, gkv, &p->scratch_floats) ||
+      add_ov(p->kvgather, gkv + 1, &p->rowlist) ||
+      add_ov(p->rowlist & ~(size_t)1, glist, &p->scratch_floats) ||
       p->scratch_floats > (size_t)PTRDIFF_MAX / sizeof(float) / 2)
     return sa_fail(SA_ERR_OVERFLOW, "workspace of %zu x %zu floats overflows",
                    p->block_q, p->lds);
+  p->rowlist &= ~(size_t)1;
   p->rowvals = tile;
   p->scratch_lens = 5 * p->block_q;
   p->in_place = 0;

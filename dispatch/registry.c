@@ -76,13 +76,17 @@
   "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score on a "        \
   "packed K panel, 4x4 dot products for m <= 16), masked tails; "
 
+/* decode and decode_rows: one chunk loop, so always both. */
+#define DECODE(set)                                                            \
+  .decode = sa_decode__##set, .decode_rows = sa_decode_rows__##set
+
 static const sa_kernel_set kernel_sets[] = {
     {SET, .name = "scalar", .isa = "scalar", EXP_LIBM,
      .about = "plain C loops, libm expf; the oracle", .vector_bits = 0,
      .priority = 0, .cpu_features = 0, .score = sa_score__scalar,
      .softmax = sa_softmax__scalar, .softmax_online = sa_softmax_online__scalar,
      .wsum = sa_wsum__scalar, .score_mod = sa_score_mod__scalar, NARROW(scalar),
-     .decode = sa_decode__scalar},
+     DECODE(scalar)},
     /* Never chosen automatically (priority below scalar's): the set to hold
      * the others to when the float oracle's own rounding matters. */
     {SET, .name = "scalar-f64", .isa = "scalar", .exp_impl = "libm-double",
@@ -94,22 +98,20 @@ static const sa_kernel_set kernel_sets[] = {
      .score = sa_score__scalar_f64, .softmax = sa_softmax__scalar_f64,
      .softmax_online = sa_softmax_online__scalar_f64,
      .wsum = sa_wsum__scalar_f64, .score_mod = sa_score_mod__scalar,
-     NARROW_SLOTS(scalar_f64, scalar), .decode = sa_decode__scalar_f64},
+     NARROW_SLOTS(scalar_f64, scalar), DECODE(scalar_f64)},
 #if SA_HAVE_AVX2
     {SET, .name = "avx2", .isa = "avx2", EXP_SLEEF_U10,
      .about = AVX2_BLOCKING "SLEEF expf8 " SLEEF_ABOUT, .vector_bits = 256,
      .priority = 21, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
      .softmax = sa_softmax__avx2_sleef,
      .softmax_online = sa_softmax_online__avx2_sleef, .wsum = sa_wsum__avx2,
-     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2),
-     .decode = sa_decode__avx2_sleef},
+     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2), DECODE(avx2_sleef)},
     {SET, .name = "avx2-polyexp", .isa = "avx2", EXP_POLY_X86,
      .about = AVX2_BLOCKING POLY_ABOUT(POLY_X86_ULPS), .vector_bits = 256,
      .priority = 20, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
      .softmax = sa_softmax__avx2_poly,
      .softmax_online = sa_softmax_online__avx2_poly, .wsum = sa_wsum__avx2,
-     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2),
-     .decode = sa_decode__avx2_poly},
+     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2), DECODE(avx2_poly)},
 #endif
 #if SA_HAVE_AVX512
     {SET, .name = "avx512", .isa = "avx512", EXP_SLEEF_U10,
@@ -118,14 +120,14 @@ static const sa_kernel_set kernel_sets[] = {
      .softmax = sa_softmax__avx512_sleef,
      .softmax_online = sa_softmax_online__avx512_sleef, .wsum = sa_wsum__avx512,
      .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512),
-     .decode = sa_decode__avx512_sleef},
+     DECODE(avx512_sleef)},
     {SET, .name = "avx512-polyexp", .isa = "avx512", EXP_POLY_X86,
      .about = AVX512_BLOCKING POLY_ABOUT(POLY_X86_ULPS), .vector_bits = 512,
      .priority = 30, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
      .softmax = sa_softmax__avx512_poly,
      .softmax_online = sa_softmax_online__avx512_poly, .wsum = sa_wsum__avx512,
      .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512),
-     .decode = sa_decode__avx512_poly},
+     DECODE(avx512_poly)},
 #endif
 #if SA_HAVE_AVX512BF16
     {SET, .name = "avx512bf16", .isa = "avx512", EXP_SLEEF_U10,
@@ -136,7 +138,7 @@ static const sa_kernel_set kernel_sets[] = {
      .score = sa_score__avx512, .softmax = sa_softmax__avx512_sleef,
      .softmax_online = sa_softmax_online__avx512_sleef, .wsum = sa_wsum__avx512,
      .score_mod = sa_score_mod__avx512, NARROW(NARROW_AVX512),
-     .score_bf16 = sa_score_bf16_dp__avx512, .decode = sa_decode__avx512_sleef,
+     .score_bf16 = sa_score_bf16_dp__avx512, DECODE(avx512_sleef),
      .prefer_features = SA_CPU_FAST_BF16DOT},
 #endif
 #if SA_HAVE_NEON
@@ -145,15 +147,13 @@ static const sa_kernel_set kernel_sets[] = {
      .vector_bits = 128, .priority = 11, .cpu_features = SA_CPU_NEON,
      .score = sa_score__neon, .softmax = sa_softmax__neon_sleef,
      .softmax_online = sa_softmax_online__neon_sleef, .wsum = sa_wsum__neon,
-     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON),
-     .decode = sa_decode__neon_sleef},
+     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON), DECODE(neon_sleef)},
     {SET, .name = "neon-polyexp", .isa = "neon", EXP_POLY_NEON,
      .about = "AArch64 Advanced SIMD, inline " POLY_ABOUT(POLY_NEON_ULPS),
      .vector_bits = 128, .priority = 10, .cpu_features = SA_CPU_NEON,
      .score = sa_score__neon, .softmax = sa_softmax__neon_poly,
      .softmax_online = sa_softmax_online__neon_poly, .wsum = sa_wsum__neon,
-     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON),
-     .decode = sa_decode__neon_poly},
+     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON), DECODE(neon_poly)},
 #endif
 #if SA_HAVE_NEON_BF16
     {SET, .name = "neon-bf16", .isa = "neon", EXP_SLEEF_U10,
@@ -164,7 +164,7 @@ static const sa_kernel_set kernel_sets[] = {
      .softmax = sa_softmax__neon_sleef,
      .softmax_online = sa_softmax_online__neon_sleef, .wsum = sa_wsum__neon,
      .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON),
-     .score_bf16 = sa_score_bf16_dp__neon, .decode = sa_decode__neon_sleef},
+     .score_bf16 = sa_score_bf16_dp__neon, DECODE(neon_sleef)},
 #endif
 };
 

@@ -40,14 +40,14 @@ extern "C" {
 
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
-#define SA_VERSION_MINOR 7
+#define SA_VERSION_MINOR 8
 #define SA_VERSION_PATCH 0
-#define SA_VERSION_STRING "0.7.0"
+#define SA_VERSION_STRING "0.8.0"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.7.0". Compare with SA_VERSION to see which header a caller was built
+ * "0.8.0". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);
@@ -284,6 +284,23 @@ typedef void (*sa_decode_fn)(size_t m, size_t n, size_t d, size_t dv,
                              size_t ldv, sa_dtype v_type, float scale,
                              float *mx, float *l, float *o, size_t ldo);
 
+/*
+ * decode_rows (0.8): decode with each key's rows given by address: key j's K
+ * row at k[j] and its V row at v[j] (k_type / v_type values, d and dv of
+ * them), for caches whose rows are not one stride apart: the pages of a
+ * paged cache, a ring buffer. It equals decode run on those rows copied
+ * into one contiguous block, bit for bit, chunks and all; its chunks span
+ * any change of page, so a cache paged in 16-key pages is read in the
+ * set's own chunks, with one online step each, not one per page. k and v
+ * hold n pointers each, read only at indices below n.
+ */
+typedef void (*sa_decode_rows_fn)(size_t m, size_t n, size_t d, size_t dv,
+                                  const float *q, size_t ldq,
+                                  const void *const *k, sa_dtype k_type,
+                                  const void *const *v, sa_dtype v_type,
+                                  float scale, float *mx, float *l, float *o,
+                                  size_t ldo);
+
 /* Per-type slots hold this many entries, indexed by sa_dtype. */
 #define SA_DTYPE_SLOTS 8
 
@@ -337,6 +354,10 @@ typedef struct sa_kernel_set {
    * (sa_kernel_set_best); by name (SIMDATTN_ISA, sa_kernel_set_select) it
    * runs wherever cpu_features are met. 0: no preference. */
   uint64_t prefer_features;
+  /* --- 0.8 */
+  /* decode over rows given by address (above); NULL exactly where decode
+   * is NULL. */
+  sa_decode_rows_fn decode_rows;
 } sa_kernel_set;
 
 /* Every kernel set compiled into this library, runnable here or not. */

@@ -41,6 +41,11 @@
           const void *k, size_t ldk, sa_dtype k_type, const void *v,           \
           size_t ldv, sa_dtype v_type, float scale, float *mx, float *l,       \
           float *o, size_t ldo)
+#define SA_DECLARE_DECODE_ROWS(fn)                                             \
+  void fn(size_t m, size_t n, size_t d, size_t dv, const float *q, size_t ldq, \
+          const void *const *k, sa_dtype k_type, const void *const *v,         \
+          sa_dtype v_type, float scale, float *mx, float *l, float *o,         \
+          size_t ldo)
 
 /* The narrow-type slots of one ISA: score_t, wsum_t, to_f32, from_f32 for
  * f16, bf16 and q8_0, named sa_<op>_<type>__<isa>. */
@@ -66,6 +71,7 @@ SA_DECLARE_WSUM(sa_wsum__scalar);
 SA_DECLARE_SCORE_MOD(sa_score_mod__scalar);
 SA_DECLARE_NARROW(scalar);
 SA_DECLARE_DECODE(sa_decode__scalar);
+SA_DECLARE_DECODE_ROWS(sa_decode_rows__scalar);
 /* scalar-f64: the same loops with double accumulators and exp (the
  * conversions are scalar's, which are exact or correctly rounded). */
 SA_DECLARE_SCORE(sa_score__scalar_f64);
@@ -79,6 +85,7 @@ SA_DECLARE_WSUM_T(sa_wsum_f16__scalar_f64);
 SA_DECLARE_WSUM_T(sa_wsum_bf16__scalar_f64);
 SA_DECLARE_WSUM_T(sa_wsum_q8_0__scalar_f64);
 SA_DECLARE_DECODE(sa_decode__scalar_f64);
+SA_DECLARE_DECODE_ROWS(sa_decode_rows__scalar_f64);
 
 /* avx2: AVX2 + FMA (+ F16C for f16), 8 lanes. */
 SA_DECLARE_SCORE(sa_score__avx2);
@@ -91,6 +98,8 @@ SA_DECLARE_SCORE_MOD(sa_score_mod__avx2);
 SA_DECLARE_NARROW(avx2);
 SA_DECLARE_DECODE(sa_decode__avx2_sleef);
 SA_DECLARE_DECODE(sa_decode__avx2_poly);
+SA_DECLARE_DECODE_ROWS(sa_decode_rows__avx2_sleef);
+SA_DECLARE_DECODE_ROWS(sa_decode_rows__avx2_poly);
 
 /* avx512: AVX-512 F/BW/DQ/VL, 16 lanes, masked tails. */
 SA_DECLARE_SCORE(sa_score__avx512);
@@ -103,6 +112,8 @@ SA_DECLARE_SCORE_MOD(sa_score_mod__avx512);
 SA_DECLARE_NARROW(avx512);
 SA_DECLARE_DECODE(sa_decode__avx512_sleef);
 SA_DECLARE_DECODE(sa_decode__avx512_poly);
+SA_DECLARE_DECODE_ROWS(sa_decode_rows__avx512_sleef);
+SA_DECLARE_DECODE_ROWS(sa_decode_rows__avx512_poly);
 /* avx512bf16: Q and K bf16 through vdpbf16ps (AVX512_BF16). */
 SA_DECLARE_SCORE_QK(sa_score_bf16_dp__avx512);
 
@@ -117,6 +128,8 @@ SA_DECLARE_SCORE_MOD(sa_score_mod__neon);
 SA_DECLARE_NARROW(neon);
 SA_DECLARE_DECODE(sa_decode__neon_sleef);
 SA_DECLARE_DECODE(sa_decode__neon_poly);
+SA_DECLARE_DECODE_ROWS(sa_decode_rows__neon_sleef);
+SA_DECLARE_DECODE_ROWS(sa_decode_rows__neon_poly);
 /* neon-bf16: Q and K bf16 through BFDOT (FEAT_BF16). */
 SA_DECLARE_SCORE_QK(sa_score_bf16_dp__neon);
 

@@ -18,6 +18,10 @@
  * than their data with NaN (or a NaN q8_0 scale) in the gap, which must
  * never reach a result, and O's gaps must stay NaN. Some cases begin with
  * keys scored -inf, so that a chunk or a whole call sees no finite score.
+ *
+ * decode_rows runs on the same rows copied in a shuffled order, its lists
+ * in key order, split where decode was: its state must equal decode's bit
+ * for bit, as the contract says.
  */
 #include "kernels/dtype.h"
 #include "tests/reference.h"
@@ -30,7 +34,7 @@ static int nsets;
 /* Guarded regions, reused: a buffer is placed so its last byte is the
  * region's last byte before the guard page. */
 #define POOL_FLOATS (1u << 20)
-enum { Q, K, V, O, NPOOL };
+enum { Q, K, V, O, KL, VL, NPOOL };
 static guarded pool[NPOOL];
 
 static void *at_end(int slot, size_t bytes) {
@@ -83,6 +87,21 @@ static const void *typed_rows(int slot, sa_dtype t, float *x, size_t n,
 }
 
 static long runs;
+
+/* The n rows at src (ld units of t apart, row units each) copied packed
+ * into a guarded region in the order perm gives (the row placed last meets
+ * the PROT_NONE page), their addresses listed in the original order. */
+static void listed_rows(int slot, sa_dtype t, const void *src, size_t n,
+                        size_t ld, size_t row, const size_t *perm,
+                        const void **list) {
+  const size_t unit = sa_dtype_unit(t), bytes = row * unit;
+  char *base = at_end(slot, (n ? n : 1) * bytes);
+  for (size_t j = 0; j < n; j++) {
+    char *to = base + perm[j] * bytes;
+    memcpy(to, (const char *)src + j * ld * unit, bytes);
+    list[j] = to;
+  }
+}
 
 static void decode_case(size_t m, size_t n, size_t d, size_t dv, sa_dtype kt,
                         sa_dtype vt) {
@@ -146,6 +165,20 @@ static void decode_case(size_t m, size_t n, size_t d, size_t dv, sa_dtype kt,
   size_t n1 = t_range(0, n);
   float *o = at_end(O, ((m - 1) * ldo + dv) * sizeof(float));
   float *out = xmalloc(m * dv * sizeof(float)), lse[SA_DECODE_ROWS];
+  /* the rows again, shuffled, for decode_rows */
+  size_t *perm = xmalloc((n ? n : 1) * sizeof(size_t));
+  for (size_t j = 0; j < n; j++)
+    perm[j] = j;
+  for (size_t j = n; j > 1; j--) {
+    size_t x = t_range(0, j - 1), y = perm[j - 1];
+    perm[j - 1] = perm[x], perm[x] = y;
+  }
+  const void **kl = xmalloc((n ? n : 1) * sizeof(void *));
+  const void **vl = xmalloc((n ? n : 1) * sizeof(void *));
+  listed_rows(KL, kt, k, n, ldk, sa_dtype_row(kt, d), perm, kl);
+  listed_rows(VL, vt, v, n, ldv, sa_dtype_row(vt, dv), perm, vl);
+  const size_t obytes = ((m - 1) * ldo + dv) * sizeof(float);
+  float *o_dec = xmalloc(obytes);
   for (int s = 0; s < nsets; s++) {
     const sa_kernel_set *ks = sets[s];
     t_context = ks->name;
@@ -178,7 +211,32 @@ static void decode_case(size_t m, size_t n, size_t d, size_t dv, sa_dtype kt,
              ", %zu keys -inf\n",
              ks->name, m, n, n1, d, dv, sa_dtype_name(kt), sa_dtype_name(vt),
              sink ? ", sinks" : "", ninf);
+
+    /* decode_rows over the shuffled copy: decode's state, bit for bit */
+    float mx2[SA_DECODE_ROWS], l2[SA_DECODE_ROWS];
+    memcpy(o_dec, o, obytes);
+    for (size_t i = 0; i < m; i++) {
+      mx2[i] = sink ? sinks[i] : -INFINITY;
+      l2[i] = sink ? 1.0f : 0.0f;
+      for (size_t c = 0; c < dv; c++)
+        o[i * ldo + c] = 0.0f;
+    }
+    ks->decode_rows(m, n1, d, dv, q, ldq, kl, kt, vl, vt, desc->scale, mx2, l2,
+                    o, ldo);
+    ks->decode_rows(m, n - n1, d, dv, q, ldq, kl + n1, kt, vl + n1, vt,
+                    desc->scale, mx2, l2, o, ldo);
+    runs += 2;
+    CHECK(memcmp(mx, mx2, m * sizeof(float)) == 0 &&
+              memcmp(l, l2, m * sizeof(float)) == 0 &&
+              memcmp(o, o_dec, obytes) == 0,
+          "%s: decode_rows differs from decode on the same rows, m=%zu n=%zu "
+          "(split at %zu) d=%zu dv=%zu K %s V %s",
+          ks->name, m, n, n1, d, dv, sa_dtype_name(kt), sa_dtype_name(vt));
   }
+  free(o_dec);
+  free(perm);
+  free(kl);
+  free(vl);
   refs_free(&r);
   free(out);
   free(keep);
@@ -244,8 +302,9 @@ int main(void) {
   int nall = t_runnable_sets(all, MAX_SETS);
   /* the slot is optional in the header, but every set here fills it */
   for (int i = 0; i < nall; i++) {
-    CHECK(all[i]->decode != NULL, "%s has no decode kernel", all[i]->name);
-    if (all[i]->decode)
+    CHECK(all[i]->decode != NULL && all[i]->decode_rows != NULL,
+          "%s has no decode or decode_rows kernel", all[i]->name);
+    if (all[i]->decode && all[i]->decode_rows)
       sets[nsets++] = all[i];
   }
   for (int i = 0; i < NPOOL; i++)

@@ -142,19 +142,19 @@ SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
 }
 
 /* The chunk's scores s[i][0..nc) for every row in blocks of dn keys, K
- * rows from k (kb bytes apart); the V rows of the same keys (vb bytes
- * apart, vrow bytes each) are prefetched meanwhile. */
+ * rows at k[j]; the V rows of the same keys (v[j], vrow bytes each) are
+ * prefetched meanwhile. */
 SA_INLINE void chunk_dots(sa_dtype t, size_t dn, size_t m, size_t nc, size_t d,
-                          const float *q, size_t ldq, const char *k, size_t kb,
-                          const char *v, size_t vb, size_t vrow, float scale,
+                          const float *q, size_t ldq, const void *const *k,
+                          const void *const *v, size_t vrow, float scale,
                           float *s) {
   for (size_t j0 = 0; j0 < nc; j0 += dn) {
     size_t nk = nc - j0 < dn ? nc - j0 : dn;
     const char *kr[4];
     for (size_t c = 0; c < dn; c++)
-      kr[c] = k + (c < nk ? j0 + c : j0) * kb;
+      kr[c] = k[c < nk ? j0 + c : j0];
     for (size_t c = 0; c < nk; c++)
-      prefetch_row(v + (j0 + c) * vb, vrow);
+      prefetch_row(v[j0 + c], vrow);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
 #define DOTS(r)                                                                \
   dots(t, r, dn, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, nk, scale)
@@ -167,12 +167,12 @@ SA_INLINE void chunk_dots(sa_dtype t, size_t dn, size_t m, size_t nc, size_t d,
 /* ---- value sums: o[r][c0 ..) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..]
  * for r < mr over nv vectors of columns, cn of them valid (full: cn is
  * 8 nv, and the column checks fold away). The first pass prefetches the
- * next chunk's K rows (nk of them from kn, kb bytes apart, krow bytes each),
- * one per V row used. mr, nv and full are constants at every call. */
+ * next chunk's K rows (nk of them at kn[j], krow bytes each), one per V
+ * row used. mr, nv and full are constants at every call. */
 SA_INLINE void sums(sa_dtype t, size_t mr, size_t nv, int full, size_t nc,
-                    const float *p, const char *v, size_t vb, size_t c0,
-                    size_t cn, const float *alpha, float *o, size_t ldo,
-                    const char *kn, size_t nk, size_t kb, size_t krow) {
+                    const float *p, const void *const *v, size_t c0, size_t cn,
+                    const float *alpha, float *o, size_t ldo,
+                    const void *const *kn, size_t nk, size_t krow) {
   __m256 acc[8][8];
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++)
@@ -180,9 +180,9 @@ SA_INLINE void sums(sa_dtype t, size_t mr, size_t nv, int full, size_t nc,
     for (size_t c = 0; c < nv; c++)
       acc[r][c] = _mm256_setzero_ps();
   for (size_t j = 0; j < nc; j++) {
-    const char *row = v + j * vb;
+    const char *row = v[j];
     if (j < nk)
-      prefetch_row(kn + j * kb, krow);
+      prefetch_row(kn[j], krow);
     __m256 b[8], sc = _mm256_setzero_ps();
 #pragma GCC unroll 8
     for (size_t c = 0; c < nv; c++) {
@@ -228,28 +228,26 @@ SA_INLINE void sums(sa_dtype t, size_t mr, size_t nv, int full, size_t nc,
  * partial when dv is not a multiple of 8 nv; the first pass (row block 0)
  * prefetches the next chunk's K. */
 SA_INLINE void row_passes(sa_dtype t, size_t mr, size_t nv, size_t nc,
-                          size_t dv, const float *p, const char *v, size_t vb,
+                          size_t dv, const float *p, const void *const *v,
                           const float *alpha, float *o, size_t ldo,
-                          const char *kn, size_t nk, size_t kb, size_t krow) {
+                          const void *const *kn, size_t nk, size_t krow) {
   size_t c0 = 0;
   for (; c0 + 8 * nv <= dv; c0 += 8 * nv, nk = 0)
-    sums(t, mr, nv, 1, nc, p, v, vb, c0, 8 * nv, alpha, o, ldo, kn, nk, kb,
-         krow);
+    sums(t, mr, nv, 1, nc, p, v, c0, 8 * nv, alpha, o, ldo, kn, nk, krow);
   if (c0 < dv)
-    sums(t, mr, nv, 0, nc, p, v, vb, c0, dv - c0, alpha, o, ldo, kn, nk, kb,
-         krow);
+    sums(t, mr, nv, 0, nc, p, v, c0, dv - c0, alpha, o, ldo, kn, nk, krow);
 }
 
 /* Every row and column of the chunk: one row block for m <= 4 (as many
  * columns a pass as the registers hold beside the rows), blocks of RB rows
  * one vector wide above. */
 SA_INLINE void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv,
-                          const float *p, const char *v, size_t vb,
+                          const float *p, const void *const *v,
                           const float *alpha, float *o, size_t ldo,
-                          const char *kn, size_t nk, size_t kb, size_t krow) {
+                          const void *const *kn, size_t nk, size_t krow) {
 #define PASSES(r, nv, i0)                                                      \
-  row_passes(t, r, nv, nc, dv, p + (i0)*CHUNK, v, vb, alpha + (i0),            \
-             o + (i0)*ldo, ldo, kn, (i0) == 0 ? nk : 0, kb, krow)
+  row_passes(t, r, nv, nc, dv, p + (i0)*CHUNK, v, alpha + (i0), o + (i0)*ldo,  \
+             ldo, kn, (i0) == 0 ? nk : 0, krow)
   if (m == 1)
     PASSES(1, SA_AVX2_DECODE_NV1, 0);
   else if (m == 2)
@@ -271,18 +269,19 @@ SA_INLINE void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv,
 
 #define PHASES(T, name)                                                        \
   static void dots_##name(size_t m, size_t nc, size_t d, const float *q,       \
-                          size_t ldq, const char *k, size_t kb, const char *v, \
-                          size_t vb, size_t vrow, float scale, float *s) {     \
+                          size_t ldq, const void *const *k,                    \
+                          const void *const *v, size_t vrow, float scale,      \
+                          float *s) {                                          \
     if (m <= SA_AVX2_DOTS_M_WIDE)                                              \
-      chunk_dots(T, DN_WIDE, m, nc, d, q, ldq, k, kb, v, vb, vrow, scale, s);  \
+      chunk_dots(T, DN_WIDE, m, nc, d, q, ldq, k, v, vrow, scale, s);          \
     else                                                                       \
-      chunk_dots(T, DN, m, nc, d, q, ldq, k, kb, v, vb, vrow, scale, s);       \
+      chunk_dots(T, DN, m, nc, d, q, ldq, k, v, vrow, scale, s);               \
   }                                                                            \
   static void sums_##name(size_t m, size_t nc, size_t dv, const float *p,      \
-                          const char *v, size_t vb, const float *alpha,        \
-                          float *o, size_t ldo, const char *kn, size_t nk,     \
-                          size_t kb, size_t krow) {                            \
-    chunk_sums(T, m, nc, dv, p, v, vb, alpha, o, ldo, kn, nk, kb, krow);       \
+                          const void *const *v, const float *alpha, float *o,  \
+                          size_t ldo, const void *const *kn, size_t nk,        \
+                          size_t krow) {                                       \
+    chunk_sums(T, m, nc, dv, p, v, alpha, o, ldo, kn, nk, krow);               \
   }
 PHASES(SA_F32, f32)
 PHASES(SA_F16, f16)
@@ -304,22 +303,16 @@ static sa_decode_sums_fn sums_for(sa_dtype t) {
                         : sums_f32;
 }
 
+_Static_assert(CHUNK <= SA_DECODE_CHUNK_MAX, "decode's lists hold a chunk");
+
 static void decode(size_t m, size_t n, size_t d, size_t dv, const float *q,
-                   size_t ldq, const void *k, size_t ldk, sa_dtype kt,
-                   const void *v, size_t ldv, sa_dtype vt, float scale,
-                   float *mx, float *l, float *o, size_t ldo,
-                   sa_softmax_online_fn online) {
+                   size_t ldq, sa_decode_src k, sa_dtype kt, sa_decode_src v,
+                   sa_dtype vt, float scale, float *mx, float *l, float *o,
+                   size_t ldo, sa_softmax_online_fn online) {
   _Alignas(32) float s[SA_DECODE_ROWS * CHUNK];
   sa_decode_chunks(CHUNK, s, dots_for(kt), online, sums_for(vt), m, n, d, dv, q,
-                   ldq, k, ldk, kt, v, ldv, vt, scale, mx, l, o, ldo);
+                   ldq, &k, kt, &v, vt, scale, mx, l, o, ldo);
 }
 
-SA_DECLARE_DECODE(sa_decode__avx2_sleef) {
-  decode(m, n, d, dv, q, ldq, k, ldk, k_type, v, ldv, v_type, scale, mx, l, o,
-         ldo, sa_softmax_online__avx2_sleef);
-}
-
-SA_DECLARE_DECODE(sa_decode__avx2_poly) {
-  decode(m, n, d, dv, q, ldq, k, ldk, k_type, v, ldv, v_type, scale, mx, l, o,
-         ldo, sa_softmax_online__avx2_poly);
-}
+SA_DECODE_ENTRIES(avx2_sleef, decode, sa_softmax_online__avx2_sleef)
+SA_DECODE_ENTRIES(avx2_poly, decode, sa_softmax_online__avx2_poly)

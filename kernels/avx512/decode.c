@@ -53,11 +53,18 @@ enum { CHUNK = SA_AVX512_DECODE_CHUNK, DM = SA_AVX512_DM, DN = SA_AVX512_DN };
 
 typedef __m512 (*exp16_fn)(__m512);
 
-/* Every 64-byte line of [row, row + bytes) on its way to L1. */
+/* Every 64-byte line of [row, row + bytes) on its way to L2, not L1: a
+ * chunk of K and one of V (32 KiB each at d = 128, f32) do not both fit a
+ * 48 KiB L1D, so lines prefetched there evicted the stream being read. On a
+ * Sapphire Rapids class Xeon (f32, 4 rows a call, 8 KV heads of 8 sequences
+ * of 512..4096 keys read from memory) prefetcht1 took decode on contiguous
+ * rows from 1.09-1.10x the three kernels' time to 1.02-1.06x, and over
+ * 16-key pages from 1.21-1.30x to 1.17-1.21x (docs/DESIGN.md, "The decode
+ * kernel"). */
 AI void prefetch_row(const char *row, size_t bytes) {
   const char *x = (const char *)((uintptr_t)row & ~(uintptr_t)63);
   for (; x < row + bytes; x += 64)
-    _mm_prefetch(x, _MM_HINT_T0);
+    _mm_prefetch(x, _MM_HINT_T1);
 }
 
 /* Values p .. p + 32 of a row of type t, rem of them valid (q8_0: p a
@@ -105,19 +112,18 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
   sa_dots_store(mr, acc, scale, s, lds, nk);
 }
 
-/* The chunk's scores, s[i][0..nc) for every row, K rows from k (kb bytes
- * apart); the V rows of the same keys (vb bytes apart, vrow bytes each)
- * are prefetched meanwhile. */
+/* The chunk's scores, s[i][0..nc) for every row, K rows at k[j]; the V
+ * rows of the same keys (v[j], vrow bytes each) are prefetched meanwhile. */
 AI void chunk_dots(sa_dtype t, size_t m, size_t nc, size_t d, const float *q,
-                   size_t ldq, const char *k, size_t kb, const char *v,
-                   size_t vb, size_t vrow, float scale, float *s) {
+                   size_t ldq, const void *const *k, const void *const *v,
+                   size_t vrow, float scale, float *s) {
   for (size_t j0 = 0; j0 < nc; j0 += DN) {
     size_t nk = nc - j0 < DN ? nc - j0 : DN;
     const char *kr[DN];
     for (size_t c = 0; c < DN; c++)
-      kr[c] = k + (c < nk ? j0 + c : j0) * kb;
+      kr[c] = k[c < nk ? j0 + c : j0];
     for (size_t c = 0; c < nk; c++)
-      prefetch_row(v + (j0 + c) * vb, vrow);
+      prefetch_row(v[j0 + c], vrow);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
 #define DOTS(r)                                                                \
   dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, CHUNK, nk, scale)
@@ -172,11 +178,11 @@ static void online_row(float *s, size_t nc, float *mx, float *l, float *alpha,
 
 /* ---- value sums: o[r][c0 ..) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..]
  * for rows 0..mr, NV vectors of columns (cn of them valid); the next
- * chunk's K rows (nk rows from kn, kb bytes apart, krow bytes each) are
- * prefetched, one per V row used. mr and NV constants at every call. */
+ * chunk's K rows (nk rows at kn[j], krow bytes each) are prefetched, one
+ * per V row used. mr and NV constants at every call. */
 AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
-             const char *v, size_t vb, size_t c0, size_t cn, const float *alpha,
-             float *o, size_t ldo, const char *kn, size_t nk, size_t kb,
+             const void *const *v, size_t c0, size_t cn, const float *alpha,
+             float *o, size_t ldo, const void *const *kn, size_t nk,
              size_t krow) {
   __m512 acc[8][8];
 #pragma GCC unroll 8
@@ -186,13 +192,13 @@ AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
       acc[r][c] = _mm512_setzero_ps();
   for (size_t j = 0; j < nc; j++) {
     if (j < nk)
-      prefetch_row(kn + j * kb, krow);
+      prefetch_row(kn[j], krow);
     __m512 b[8];
 #pragma GCC unroll 4
     for (size_t g = 0; g < NV / 2; g++) {
       size_t at = 32 * g;
       if (at < cn)
-        load32(t, v + j * vb, c0 + at, cn - at, &b[2 * g], &b[2 * g + 1]);
+        load32(t, v[j], c0 + at, cn - at, &b[2 * g], &b[2 * g + 1]);
       else
         b[2 * g] = b[2 * g + 1] = _mm512_setzero_ps();
     }
@@ -224,12 +230,11 @@ AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
  * and 16 NV columns each (as many as the registers hold); the first pass
  * prefetches the next chunk's K. */
 AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
-                   const char *v, size_t vb, const float *alpha, float *o,
-                   size_t ldo, const char *kn, size_t nk, size_t kb,
-                   size_t krow) {
+                   const void *const *v, const float *alpha, float *o,
+                   size_t ldo, const void *const *kn, size_t nk, size_t krow) {
 #define PASS(r, NV, i0)                                                        \
-  sums(t, r, NV, nc, p + (i0)*CHUNK, v, vb, c0, cn, alpha + (i0),              \
-       o + (i0)*ldo, ldo, kn, pk, kb, krow)
+  sums(t, r, NV, nc, p + (i0)*CHUNK, v, c0, cn, alpha + (i0), o + (i0)*ldo,    \
+       ldo, kn, pk, krow)
   if (m <= 2) {
     for (size_t c0 = 0; c0 < dv; c0 += 128) {
       size_t cn = dv - c0 < 128 ? dv - c0 : 128, pk = c0 == 0 ? nk : 0;
@@ -261,51 +266,58 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
 
 /* ---- the kernel */
 
+_Static_assert(CHUNK <= SA_DECODE_CHUNK_MAX, "decode's lists hold a chunk");
+
+/* sa_decode_chunks' loop with the phases inlined for one pair of types (the
+ * online step is per row here, exp16 passed in). */
 AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
-                     size_t dv, const float *q, size_t ldq, const void *k,
-                     size_t ldk, const void *v, size_t ldv, float scale,
-                     float *mx, float *l, float *o, size_t ldo,
+                     size_t dv, const float *q, size_t ldq,
+                     const sa_decode_src *k, const sa_decode_src *v,
+                     float scale, float *mx, float *l, float *o, size_t ldo,
                      exp16_fn exp16) {
   _Alignas(64) float s[SA_DECODE_ROWS * CHUNK];
   float alpha[SA_DECODE_ROWS];
-  const size_t kb = ldk * sa_dtype_unit(kt), vb = ldv * sa_dtype_unit(vt);
+  const void *kbuf[2][CHUNK], *vbuf[CHUNK];
   const size_t krow = sa_decode_row_bytes(kt, d);
   const size_t vrow = sa_decode_row_bytes(vt, dv);
-  const char *kc = k, *vc = v;
-  for (size_t j0 = 0; j0 < n; j0 += CHUNK, kc += CHUNK * kb, vc += CHUNK * vb) {
+  const void *const *kr =
+      sa_decode_rows_at(k, 0, n < CHUNK ? n : CHUNK, kbuf[0]);
+  for (size_t j0 = 0, b = 0; j0 < n; j0 += CHUNK, b ^= 1) {
     size_t nc = n - j0 < CHUNK ? n - j0 : CHUNK;
     size_t rest = n - j0 - nc, nk = rest < CHUNK ? rest : CHUNK;
-    chunk_dots(kt, m, nc, d, q, ldq, kc, kb, vc, vb, vrow, scale, s);
+    const void *const *vr = sa_decode_rows_at(v, j0, nc, vbuf);
+    const void *const *kn = sa_decode_rows_at(k, j0 + nc, nk, kbuf[b ^ 1]);
+    chunk_dots(kt, m, nc, d, q, ldq, kr, vr, vrow, scale, s);
     for (size_t i = 0; i < m; i++)
       online_row(s + i * CHUNK, nc, &mx[i], &l[i], &alpha[i], exp16);
-    chunk_sums(vt, m, nc, dv, s, vc, vb, alpha, o, ldo, kc + CHUNK * kb, nk, kb,
-               krow);
+    chunk_sums(vt, m, nc, dv, s, vr, alpha, o, ldo, kn, nk, krow);
+    kr = kn;
   }
 }
 
 /* One instantiation per K type, V type taken at run time per chunk pass. */
 #define DECODE_K(kt)                                                           \
   static void decode_k_##kt(size_t m, size_t n, size_t d, size_t dv,           \
-                            const float *q, size_t ldq, const void *k,         \
-                            size_t ldk, const void *v, size_t ldv,             \
+                            const float *q, size_t ldq,                        \
+                            const sa_decode_src *k, const sa_decode_src *v,    \
                             sa_dtype vt, float scale, float *mx, float *l,     \
                             float *o, size_t ldo, exp16_fn exp16) {            \
     switch (vt) {                                                              \
     case SA_F16:                                                               \
-      decode_typed(kt, SA_F16, m, n, d, dv, q, ldq, k, ldk, v, ldv, scale, mx, \
-                   l, o, ldo, exp16);                                          \
+      decode_typed(kt, SA_F16, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,     \
+                   ldo, exp16);                                                \
       break;                                                                   \
     case SA_BF16:                                                              \
-      decode_typed(kt, SA_BF16, m, n, d, dv, q, ldq, k, ldk, v, ldv, scale,    \
-                   mx, l, o, ldo, exp16);                                      \
+      decode_typed(kt, SA_BF16, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,    \
+                   ldo, exp16);                                                \
       break;                                                                   \
     case SA_Q8_0:                                                              \
-      decode_typed(kt, SA_Q8_0, m, n, d, dv, q, ldq, k, ldk, v, ldv, scale,    \
-                   mx, l, o, ldo, exp16);                                      \
+      decode_typed(kt, SA_Q8_0, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,    \
+                   ldo, exp16);                                                \
       break;                                                                   \
     default:                                                                   \
-      decode_typed(kt, SA_F32, m, n, d, dv, q, ldq, k, ldk, v, ldv, scale, mx, \
-                   l, o, ldo, exp16);                                          \
+      decode_typed(kt, SA_F32, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,     \
+                   ldo, exp16);                                                \
       break;                                                                   \
     }                                                                          \
   }
@@ -316,26 +328,25 @@ DECODE_K(SA_Q8_0)
 #undef DECODE_K
 
 static void decode_any(size_t m, size_t n, size_t d, size_t dv, const float *q,
-                       size_t ldq, const void *k, size_t ldk, sa_dtype kt,
-                       const void *v, size_t ldv, sa_dtype vt, float scale,
-                       float *mx, float *l, float *o, size_t ldo,
-                       exp16_fn exp16) {
+                       size_t ldq, sa_decode_src k, sa_dtype kt,
+                       sa_decode_src v, sa_dtype vt, float scale, float *mx,
+                       float *l, float *o, size_t ldo, exp16_fn exp16) {
   switch (kt) {
   case SA_F16:
-    decode_k_SA_F16(m, n, d, dv, q, ldq, k, ldk, v, ldv, vt, scale, mx, l, o,
-                    ldo, exp16);
+    decode_k_SA_F16(m, n, d, dv, q, ldq, &k, &v, vt, scale, mx, l, o, ldo,
+                    exp16);
     break;
   case SA_BF16:
-    decode_k_SA_BF16(m, n, d, dv, q, ldq, k, ldk, v, ldv, vt, scale, mx, l, o,
-                     ldo, exp16);
+    decode_k_SA_BF16(m, n, d, dv, q, ldq, &k, &v, vt, scale, mx, l, o, ldo,
+                     exp16);
     break;
   case SA_Q8_0:
-    decode_k_SA_Q8_0(m, n, d, dv, q, ldq, k, ldk, v, ldv, vt, scale, mx, l, o,
-                     ldo, exp16);
+    decode_k_SA_Q8_0(m, n, d, dv, q, ldq, &k, &v, vt, scale, mx, l, o, ldo,
+                     exp16);
     break;
   default:
-    decode_k_SA_F32(m, n, d, dv, q, ldq, k, ldk, v, ldv, vt, scale, mx, l, o,
-                    ldo, exp16);
+    decode_k_SA_F32(m, n, d, dv, q, ldq, &k, &v, vt, scale, mx, l, o, ldo,
+                    exp16);
     break;
   }
 }
@@ -343,12 +354,5 @@ static void decode_any(size_t m, size_t n, size_t d, size_t dv, const float *q,
 static __m512 exp_sleef(__m512 x) { return Sleef_expf16_u10avx512f(x); }
 static __m512 exp_poly(__m512 x) { return sa_exp16_poly(x); }
 
-SA_DECLARE_DECODE(sa_decode__avx512_sleef) {
-  decode_any(m, n, d, dv, q, ldq, k, ldk, k_type, v, ldv, v_type, scale, mx, l,
-             o, ldo, exp_sleef);
-}
-
-SA_DECLARE_DECODE(sa_decode__avx512_poly) {
-  decode_any(m, n, d, dv, q, ldq, k, ldk, k_type, v, ldv, v_type, scale, mx, l,
-             o, ldo, exp_poly);
-}
+SA_DECODE_ENTRIES(avx512_sleef, decode_any, exp_sleef)
+SA_DECODE_ENTRIES(avx512_poly, decode_any, exp_poly)

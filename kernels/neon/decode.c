@@ -96,17 +96,19 @@ SA_NEON_INLINE void prefetch_span(const char *p, size_t bytes) {
     __builtin_prefetch(x, 0, 3);
 }
 
-/* rows rows of `bytes` each, `stride` bytes apart: one span when they are
- * packed (a KV cache of one head), so a line two rows share is asked for
- * once and the loop runs per line, not per row. */
-SA_NEON_INLINE void prefetch_rows(const char *row, size_t rows, size_t stride,
+/* rows rows of `bytes` each, at row[j]: one span when the first and last
+ * lie as if packed (a KV cache of one head, a page of one), so a line two
+ * rows share is asked for once and the loop runs per line, not per row (a
+ * prefetch is a hint: rows between that lie elsewhere only go unasked). */
+SA_NEON_INLINE void prefetch_rows(const void *const *row, size_t rows,
                                   size_t bytes) {
-  if (stride == bytes) {
-    prefetch_span(row, rows * bytes);
+  const char *first = row[0], *last = row[rows - 1];
+  if (last == first + (rows - 1) * bytes) {
+    prefetch_span(first, rows * bytes);
     return;
   }
   for (size_t j = 0; j < rows; j++)
-    prefetch_span(row + j * stride, bytes);
+    prefetch_span(row[j], bytes);
 }
 
 /* ---- dots: s[r][0..4) = scale * q[r] . key c, for r < MR, c < 4 */
@@ -210,19 +212,18 @@ SA_NEON_INLINE void dots(sa_dtype t, size_t MR, size_t d, const float *q,
   }
 }
 
-/* The chunk's scores s[i][0..nc) for every row, K rows from k (kb bytes
- * apart); the V rows of the same keys (vb bytes apart, vrow bytes each)
- * are prefetched meanwhile. */
+/* The chunk's scores s[i][0..nc) for every row, K rows at k[j]; the V
+ * rows of the same keys (v[j], vrow bytes each) are prefetched meanwhile. */
 SA_NEON_INLINE void chunk_dots(sa_dtype t, size_t m, size_t nc, size_t d,
-                               const float *q, size_t ldq, const char *k,
-                               size_t kb, const char *v, size_t vb, size_t vrow,
-                               float scale, float *s) {
+                               const float *q, size_t ldq, const void *const *k,
+                               const void *const *v, size_t vrow, float scale,
+                               float *s) {
   for (size_t j0 = 0; j0 < nc; j0 += 4) {
     size_t nk = nc - j0 < 4 ? nc - j0 : 4;
     const char *kr[4];
     for (size_t c = 0; c < 4; c++)
-      kr[c] = k + (c < nk ? j0 + c : j0) * kb;
-    prefetch_rows(v + j0 * vb, nk, vb, vrow);
+      kr[c] = k[c < nk ? j0 + c : j0];
+    prefetch_rows(v + j0, nk, vrow);
     for (size_t i0 = 0; i0 < m; i0 += 4) {
 #define DOTS(r) dots(t, r, d, q + i0 * ldq, ldq, kr, scale, s + i0 * CHUNK + j0)
       SA_UNROLL_1_4(m - i0 < 4 ? m - i0 : 4, DOTS);
@@ -233,9 +234,9 @@ SA_NEON_INLINE void chunk_dots(sa_dtype t, size_t m, size_t nc, size_t d,
 
 #define DOTS_OF(name, t)                                                       \
   static void name(size_t m, size_t nc, size_t d, const float *q, size_t ldq,  \
-                   const char *k, size_t kb, const char *v, size_t vb,         \
-                   size_t vrow, float scale, float *s) {                       \
-    chunk_dots(t, m, nc, d, q, ldq, k, kb, v, vb, vrow, scale, s);             \
+                   const void *const *k, const void *const *v, size_t vrow,    \
+                   float scale, float *s) {                                    \
+    chunk_dots(t, m, nc, d, q, ldq, k, v, vrow, scale, s);                     \
   }
 DOTS_OF(dots_f32, SA_F32)
 DOTS_OF(dots_f16, SA_F16)
@@ -299,12 +300,12 @@ SA_NEON_INLINE void sum_key(sa_dtype t, size_t MR, size_t NV, size_t rc,
 }
 
 /* MR rows x NV vectors of columns from column c (MR * NV <= 16, both
- * constants at every call); the next chunk's K rows (nk of them from kn,
- * kb bytes apart, krow bytes each) are prefetched, one per key summed. */
+ * constants at every call); the next chunk's K rows (nk of them at kn[j],
+ * krow bytes each) are prefetched, one per key summed. */
 SA_NEON_INLINE void sums(sa_dtype t, size_t MR, size_t NV, size_t rc, size_t nc,
-                         const float *p, const char *v, size_t vb, size_t c,
+                         const float *p, const void *const *v, size_t c,
                          const float *alpha, float *o, size_t ldo,
-                         const char *kn, size_t nk, size_t kb, size_t krow) {
+                         const void *const *kn, size_t nk, size_t krow) {
   float32x4_t acc[8][16], w[8];
 #pragma GCC unroll 8
   for (size_t r = 0; r < MR; r++)
@@ -312,16 +313,17 @@ SA_NEON_INLINE void sums(sa_dtype t, size_t MR, size_t NV, size_t rc, size_t nc,
     for (size_t u = 0; u < NV; u++)
       acc[r][u] = vdupq_n_f32(0.0f);
 
-  /* x walks column c down the rows, so the loads take immediate offsets
-   * from one pointer per key (LDP) */
+  /* column c of each key's row, so the loads take immediate offsets from
+   * one pointer per key (LDP) */
   const size_t co = t == SA_Q8_0 && NV < 8 ? c % SA_QK8_0 : 0;
-  const char *x = v + (t == SA_Q8_0  ? c / SA_QK8_0 * sizeof(sa_block_q8_0)
-                       : t == SA_F32 ? 4 * c
-                                     : 2 * c);
+  const size_t xc = t == SA_Q8_0  ? c / SA_QK8_0 * sizeof(sa_block_q8_0)
+                    : t == SA_F32 ? 4 * c
+                                  : 2 * c;
+#define X(j) ((const char *)v[j] + xc)
   size_t j = 0;
-  for (; j + 4 <= nc; j += 4, x += 4 * vb) {
+  for (; j + 4 <= nc; j += 4) {
     if (j < nk)
-      prefetch_rows(kn + j * kb, nk - j < 4 ? nk - j : 4, kb, krow);
+      prefetch_rows(kn + j, nk - j < 4 ? nk - j : 4, krow);
     float32x4_t pw[8];
 #pragma GCC unroll 8
     for (size_t r = 0; r < MR; r++)
@@ -329,28 +331,29 @@ SA_NEON_INLINE void sums(sa_dtype t, size_t MR, size_t NV, size_t rc, size_t nc,
 #pragma GCC unroll 8
     for (size_t r = 0; r < MR; r++)
       w[r] = vdupq_laneq_f32(pw[r], 0);
-    sum_key(t, MR, NV, rc, acc, x, co, w);
+    sum_key(t, MR, NV, rc, acc, X(j), co, w);
 #pragma GCC unroll 8
     for (size_t r = 0; r < MR; r++)
       w[r] = vdupq_laneq_f32(pw[r], 1);
-    sum_key(t, MR, NV, rc, acc, x + vb, co, w);
+    sum_key(t, MR, NV, rc, acc, X(j + 1), co, w);
 #pragma GCC unroll 8
     for (size_t r = 0; r < MR; r++)
       w[r] = vdupq_laneq_f32(pw[r], 2);
-    sum_key(t, MR, NV, rc, acc, x + 2 * vb, co, w);
+    sum_key(t, MR, NV, rc, acc, X(j + 2), co, w);
 #pragma GCC unroll 8
     for (size_t r = 0; r < MR; r++)
       w[r] = vdupq_laneq_f32(pw[r], 3);
-    sum_key(t, MR, NV, rc, acc, x + 3 * vb, co, w);
+    sum_key(t, MR, NV, rc, acc, X(j + 3), co, w);
   }
-  for (; j < nc; j++, x += vb) {
+  for (; j < nc; j++) {
     if (j < nk)
-      prefetch_rows(kn + j * kb, 1, kb, krow);
+      prefetch_rows(kn + j, 1, krow);
 #pragma GCC unroll 8
     for (size_t r = 0; r < MR; r++)
       w[r] = vld1q_dup_f32(p + r * CHUNK + j);
-    sum_key(t, MR, NV, rc, acc, x, co, w);
+    sum_key(t, MR, NV, rc, acc, X(j), co, w);
   }
+#undef X
 
 #pragma GCC unroll 8
   for (size_t r = 0; r < MR; r++) {
@@ -373,36 +376,34 @@ SA_NEON_INLINE void sums(sa_dtype t, size_t MR, size_t NV, size_t rc, size_t nc,
 /* Every column of MR rows: passes of NV vectors, then the tails; the first
  * pass prefetches the next chunk's K (nk keys; 0 for later row groups). */
 SA_NEON_INLINE void row_sums(sa_dtype t, size_t MR, size_t NV, size_t nc,
-                             size_t dv, const float *p, const char *v,
-                             size_t vb, const float *alpha, float *o,
-                             size_t ldo, const char *kn, size_t nk, size_t kb,
-                             size_t krow) {
+                             size_t dv, const float *p, const void *const *v,
+                             const float *alpha, float *o, size_t ldo,
+                             const void *const *kn, size_t nk, size_t krow) {
   size_t c = 0;
   for (; c + 4 * NV <= dv; c += 4 * NV, nk = 0)
-    sums(t, MR, NV, 4, nc, p, v, vb, c, alpha, o, ldo, kn, nk, kb, krow);
+    sums(t, MR, NV, 4, nc, p, v, c, alpha, o, ldo, kn, nk, krow);
   if (NV > 4)
     for (; c + 16 <= dv; c += 16, nk = 0)
-      sums(t, MR, 4, 4, nc, p, v, vb, c, alpha, o, ldo, kn, nk, kb, krow);
+      sums(t, MR, 4, 4, nc, p, v, c, alpha, o, ldo, kn, nk, krow);
   if (t == SA_Q8_0) /* dv is whole blocks: nothing is left */
     return;
   for (; c + 4 <= dv; c += 4, nk = 0)
-    sums(t, MR, 1, 4, nc, p, v, vb, c, alpha, o, ldo, kn, nk, kb, krow);
+    sums(t, MR, 1, 4, nc, p, v, c, alpha, o, ldo, kn, nk, krow);
   if (c < dv)
-    sums(t, MR, 1, dv - c, nc, p, v, vb, c, alpha, o, ldo, kn, nk, kb, krow);
+    sums(t, MR, 1, dv - c, nc, p, v, c, alpha, o, ldo, kn, nk, krow);
 }
 
 /* Every row of the chunk, in groups of at most 8 rows, the tile chosen by
  * the group's rows. */
 SA_NEON_INLINE void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv,
-                               const float *p, const char *v, size_t vb,
+                               const float *p, const void *const *v,
                                const float *alpha, float *o, size_t ldo,
-                               const char *kn, size_t nk, size_t kb,
-                               size_t krow) {
+                               const void *const *kn, size_t nk, size_t krow) {
   for (size_t i0 = 0; i0 < m; i0 += 8, nk = 0) {
     size_t mr = m - i0 < 8 ? m - i0 : 8;
 #define ROWS(r, NV)                                                            \
-  row_sums(t, r, NV, nc, dv, p + i0 * CHUNK, v, vb, alpha + i0, o + i0 * ldo,  \
-           ldo, kn, nk, kb, krow)
+  row_sums(t, r, NV, nc, dv, p + i0 * CHUNK, v, alpha + i0, o + i0 * ldo, ldo, \
+           kn, nk, krow)
     switch (mr) {
     case 1:
       ROWS(1, 16);
@@ -435,10 +436,10 @@ SA_NEON_INLINE void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv,
 
 #define SUMS_OF(name, t)                                                       \
   static void name(size_t m, size_t nc, size_t dv, const float *p,             \
-                   const char *v, size_t vb, const float *alpha, float *o,     \
-                   size_t ldo, const char *kn, size_t nk, size_t kb,           \
+                   const void *const *v, const float *alpha, float *o,         \
+                   size_t ldo, const void *const *kn, size_t nk,               \
                    size_t krow) {                                              \
-    chunk_sums(t, m, nc, dv, p, v, vb, alpha, o, ldo, kn, nk, kb, krow);       \
+    chunk_sums(t, m, nc, dv, p, v, alpha, o, ldo, kn, nk, krow);               \
   }
 SUMS_OF(sums_f32, SA_F32)
 SUMS_OF(sums_f16, SA_F16)
@@ -448,11 +449,12 @@ SUMS_OF(sums_q8_0, SA_Q8_0)
 
 /* ---- the kernel */
 
+_Static_assert(CHUNK <= SA_DECODE_CHUNK_MAX, "decode's lists hold a chunk");
+
 static void decode(size_t m, size_t n, size_t d, size_t dv, const float *q,
-                   size_t ldq, const void *k, size_t ldk, sa_dtype kt,
-                   const void *v, size_t ldv, sa_dtype vt, float scale,
-                   float *mx, float *l, float *o, size_t ldo,
-                   sa_softmax_online_fn online) {
+                   size_t ldq, sa_decode_src k, sa_dtype kt, sa_decode_src v,
+                   sa_dtype vt, float scale, float *mx, float *l, float *o,
+                   size_t ldo, sa_softmax_online_fn online) {
   _Alignas(16) float s[SA_DECODE_ROWS * CHUNK];
   sa_decode_dots_fn dots_k = kt == SA_F16    ? dots_f16
                              : kt == SA_BF16 ? dots_bf16
@@ -462,16 +464,9 @@ static void decode(size_t m, size_t n, size_t d, size_t dv, const float *q,
                              : vt == SA_BF16 ? sums_bf16
                              : vt == SA_Q8_0 ? sums_q8_0
                                              : sums_f32;
-  sa_decode_chunks(CHUNK, s, dots_k, online, sums_v, m, n, d, dv, q, ldq, k,
-                   ldk, kt, v, ldv, vt, scale, mx, l, o, ldo);
+  sa_decode_chunks(CHUNK, s, dots_k, online, sums_v, m, n, d, dv, q, ldq, &k,
+                   kt, &v, vt, scale, mx, l, o, ldo);
 }
 
-SA_DECLARE_DECODE(sa_decode__neon_sleef) {
-  decode(m, n, d, dv, q, ldq, k, ldk, k_type, v, ldv, v_type, scale, mx, l, o,
-         ldo, sa_softmax_online__neon_sleef);
-}
-
-SA_DECLARE_DECODE(sa_decode__neon_poly) {
-  decode(m, n, d, dv, q, ldq, k, ldk, k_type, v, ldv, v_type, scale, mx, l, o,
-         ldo, sa_softmax_online__neon_poly);
-}
+SA_DECODE_ENTRIES(neon_sleef, decode, sa_softmax_online__neon_sleef)
+SA_DECODE_ENTRIES(neon_poly, decode, sa_softmax_online__neon_poly)

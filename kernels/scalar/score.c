@@ -16,20 +16,22 @@
  */
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
+#include "kernels/scalar/rows.h"
 
 /* A public kernel: the typed loop for one K type. */
 #define ENTRY(declare, name, typed, type)                                      \
-  declare(name) { typed(type, m, n, d, q, ldq, k, ldk, scale, s, lds); }
+  declare(name) { typed(type, m, n, d, q, ldq, k, ldk, NULL, scale, s, lds); }
 
 #define SCALAR_SCORE(variant, acc_t)                                           \
-  static void score_typed##variant(                                            \
-      sa_dtype t, size_t m, size_t n, size_t d, const float *q, size_t ldq,    \
-      const void *k, size_t ldk, float scale, float *s, size_t lds) {          \
+  static void score_typed##variant(sa_dtype t, size_t m, size_t n, size_t d,   \
+                                   const float *q, size_t ldq, const void *k,  \
+                                   size_t ldk, const void *const *rows,        \
+                                   float scale, float *s, size_t lds) {        \
     const size_t unit = sa_dtype_unit(t);                                      \
     for (size_t i = 0; i < m; i++) {                                           \
       const float *qi = q + i * ldq;                                           \
       for (size_t j = 0; j < n; j++) {                                         \
-        const void *kj = (const char *)k + j * ldk * unit;                     \
+        const void *kj = rows ? rows[j] : (const char *)k + j * ldk * unit;    \
         acc_t acc = 0;                                                         \
         for (size_t p = 0; p < d; p++)                                         \
           acc += (acc_t)qi[p] * sa_load_elem(t, kj, p);                        \
@@ -44,7 +46,10 @@
   ENTRY(SA_DECLARE_SCORE_T, sa_score_bf16__scalar##variant,                    \
         score_typed##variant, SA_BF16)                                         \
   ENTRY(SA_DECLARE_SCORE_T, sa_score_q8_0__scalar##variant,                    \
-        score_typed##variant, SA_Q8_0)
+        score_typed##variant, SA_Q8_0)                                         \
+  SA_DECLARE_SCORE_ROWS(sa_score_rows__scalar##variant) {                      \
+    score_typed##variant(t, m, n, d, q, ldq, NULL, 0, k, scale, s, lds);       \
+  }
 
 SCALAR_SCORE(, float)
 SCALAR_SCORE(_f64, double)

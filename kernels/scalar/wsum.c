@@ -12,15 +12,17 @@
  */
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
+#include "kernels/scalar/rows.h"
 
 /* A public kernel: the typed loop for one V type. */
 #define ENTRY(declare, name, typed, type)                                      \
-  declare(name) { typed(type, m, n, dv, p, ldp, v, ldv, beta, o, ldo); }
+  declare(name) { typed(type, m, n, dv, p, ldp, v, ldv, NULL, beta, o, ldo); }
 
 #define SCALAR_WSUM(variant, acc_t)                                            \
-  static void wsum_typed##variant(                                             \
-      sa_dtype t, size_t m, size_t n, size_t dv, const float *p, size_t ldp,   \
-      const void *v, size_t ldv, const float *beta, float *o, size_t ldo) {    \
+  static void wsum_typed##variant(sa_dtype t, size_t m, size_t n, size_t dv,   \
+                                  const float *p, size_t ldp, const void *v,   \
+                                  size_t ldv, const void *const *rows,         \
+                                  const float *beta, float *o, size_t ldo) {   \
     const size_t unit = sa_dtype_unit(t);                                      \
     for (size_t i = 0; i < m; i++) {                                           \
       float *oi = o + i * ldo;                                                 \
@@ -29,7 +31,8 @@
         acc_t acc = 0;                                                         \
         for (size_t j = 0; j < n; j++)                                         \
           acc += (acc_t)pi[j] *                                                \
-                 sa_load_elem(t, (const char *)v + j * ldv * unit, c);         \
+                 sa_load_elem(                                                 \
+                     t, rows ? rows[j] : (const char *)v + j * ldv * unit, c); \
         oi[c] = beta ? (float)((acc_t)beta[i] * oi[c] + acc) : (float)acc;     \
       }                                                                        \
     }                                                                          \
@@ -41,7 +44,10 @@
   ENTRY(SA_DECLARE_WSUM_T, sa_wsum_bf16__scalar##variant, wsum_typed##variant, \
         SA_BF16)                                                               \
   ENTRY(SA_DECLARE_WSUM_T, sa_wsum_q8_0__scalar##variant, wsum_typed##variant, \
-        SA_Q8_0)
+        SA_Q8_0)                                                               \
+  SA_DECLARE_WSUM_ROWS(sa_wsum_rows__scalar##variant) {                        \
+    wsum_typed##variant(t, m, n, dv, p, ldp, NULL, 0, v, beta, o, ldo);        \
+  }
 
 SCALAR_WSUM(, float)
 SCALAR_WSUM(_f64, double)
