@@ -412,8 +412,10 @@ def _out_strides(a, blhd):
 
 # -------------------------------------------------------- library and CPU
 
+# supported: this CPU runs it; preferred: it may be the default here (a set
+# runs by name wherever it is supported, sa_kernel_set_preferred)
 KernelSet = namedtuple("KernelSet", "name isa exp_impl about vector_bits "
-                       "priority supported")
+                       "priority supported preferred")
 Cpu = namedtuple("Cpu", "description features")
 
 
@@ -421,7 +423,8 @@ def _kernel_set(p):
     s = p.contents
     return KernelSet(s.name.decode(), s.isa.decode(), s.exp_impl.decode(),
                      s.about.decode(), s.vector_bits, s.priority,
-                     bool(_lib.kernel_set_supported(p)))
+                     bool(_lib.kernel_set_supported(p)),
+                     bool(_lib.kernel_set_preferred(p)))
 
 
 def kernel_sets():

@@ -174,6 +174,7 @@ cpu_feature_names = _fn("sa_cpu_feature_names", c_char_p, c_uint64, c_void_p,
 kernel_set_count = _fn("sa_kernel_set_count", c_size_t)
 kernel_set_at = _fn("sa_kernel_set_at", _set_p, c_size_t)
 kernel_set_supported = _fn("sa_kernel_set_supported", c_int, _set_p)
+kernel_set_preferred = _fn("sa_kernel_set_preferred", c_int, _set_p)
 kernel_set_default = _fn("sa_kernel_set_default", c_int, POINTER(_set_p))
 context_create = _fn("sa_context_create", c_int, POINTER(ContextOptions),
                      POINTER(_ctx_p))

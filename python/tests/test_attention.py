@@ -1,6 +1,7 @@
 """simdattn.attention and merge against the float64 reference, on every
 kernel set this CPU runs; masks, window, softcap, ALiBi, sinks, kv_lens,
 LSE; zero-copy and in-place output."""
+import os
 import numpy as np
 import pytest
 
@@ -69,6 +70,12 @@ def test_kernel_sets_and_cpu():
     assert all(s.supported for s in sets if s.name == "scalar")
     best = simdattn.default_kernel_set()
     assert best.supported and best.about
+    assert all(s.preferred for s in sets if s.name == "scalar")
+    if os.environ.get("SIMDATTN_ISA", "auto") in ("", "auto"):
+        # the default is the highest-priority set both runnable and preferred
+        top = max((s for s in sets if s.supported and s.preferred),
+                  key=lambda s: s.priority)
+        assert best.preferred and best.name == top.name
     assert simdattn.cpu().description
     with simdattn.Context(threads=2, isa="scalar", pin="none") as c:
         assert c.kernel_set.name == "scalar" and c.threads == 2
