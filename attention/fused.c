@@ -18,6 +18,17 @@
 
 #include "attention/internal.h"
 
+/* Paged keys from `key` on that share its page, at most `most` of them,
+ * and where the first one's K and V rows are in the tile's KV head. */
+static size_t page_run(const sa_plan *p, const sa_tile_io *t, size_t key,
+                       size_t most, const char **k, const char **v) {
+  size_t pg = (size_t)p->table[t->b * p->table_ld + key / p->page];
+  size_t slot = key % p->page, run = p->page - slot;
+  *k = sa_at(t->k, pg * p->k.batch + slot * p->k.seq, p->unit[1]);
+  *v = sa_at(t->v, pg * p->v.batch + slot * p->v.seq, p->unit[2]);
+  return run < most ? run : most;
+}
+
 /* Where keys [j0, j0 + nb) of the tile's KV head are, as rows ld units
  * apart. A paged cache: inside one page when in_place (the caller keeps
  * blocks there), else gathered into scratch. */
@@ -32,11 +43,11 @@ static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
     *ldv = p->v.seq;
     return;
   }
-  const int32_t *pages = p->table + t->b * p->table_ld;
   if (in_place) {
-    size_t pg = (size_t)pages[j0 / p->page], slot = j0 % p->page;
-    *k = sa_at(t->k, pg * p->k.batch + slot * p->k.seq, ku);
-    *v = sa_at(t->v, pg * p->v.batch + slot * p->v.seq, vu);
+    const char *ks, *vs;
+    page_run(p, t, j0, nb, &ks, &vs);
+    *k = ks;
+    *v = vs;
     *ldk = p->k.seq;
     *ldv = p->v.seq;
     return;
@@ -50,11 +61,8 @@ static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
   for (size_t j = 0; j < nb;) {
     /* a run of keys in one page: one copy when its rows are adjacent (a
      * head-major page), else one per row */
-    size_t key = j0 + j, pg = (size_t)pages[key / p->page];
-    size_t slot = key % p->page, run = p->page - slot;
-    run = run < nb - j ? run : nb - j;
-    const char *ks = sa_at(t->k, pg * p->k.batch + slot * p->k.seq, ku);
-    const char *vs = sa_at(t->v, pg * p->v.batch + slot * p->v.seq, vu);
+    const char *ks, *vs;
+    size_t run = page_run(p, t, j0 + j, nb - j, &ks, &vs);
     if (p->k.seq == p->kdim)
       memcpy(gk + j * krow, ks, run * krow);
     else
@@ -77,14 +85,10 @@ static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
  * head in a paged cache, page by page. */
 static void rows_at(const sa_plan *p, const sa_tile_io *t, size_t j0, size_t nb,
                     const void **k, const void **v) {
-  const int32_t *pages = p->table + t->b * p->table_ld;
   const size_t kr = p->k.seq * p->unit[1], vr = p->v.seq * p->unit[2];
   for (size_t j = 0; j < nb;) {
-    size_t key = j0 + j, pg = (size_t)pages[key / p->page];
-    size_t slot = key % p->page, run = p->page - slot;
-    run = run < nb - j ? run : nb - j;
-    const char *ks = sa_at(t->k, pg * p->k.batch + slot * p->k.seq, p->unit[1]);
-    const char *vs = sa_at(t->v, pg * p->v.batch + slot * p->v.seq, p->unit[2]);
+    const char *ks, *vs;
+    size_t run = page_run(p, t, j0 + j, nb - j, &ks, &vs);
     for (size_t r = 0; r < run; r++, j++) {
       k[j] = ks + r * kr;
       v[j] = vs + r * vr;

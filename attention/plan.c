@@ -420,12 +420,12 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   }
   if (ov || add_ov(p->gather, gadd, &p->kvgather) ||
       add_ov(p->kvgather, gbool, &p->kvgather) ||
-      add_ov(p->kvgather, gkv + 1, &p->rowlist) ||
-      add_ov(p->rowlist & ~(size_t)1, glist, &p->scratch_floats) ||
+      add_ov(p->kvgather, gkv, &p->rowlist) ||
+      add_ov(p->rowlist, p->rowlist & 1, &p->rowlist) || /* even */
+      add_ov(p->rowlist, glist, &p->scratch_floats) ||
       p->scratch_floats > (size_t)PTRDIFF_MAX / sizeof(float) / 2)
     return sa_fail(SA_ERR_OVERFLOW, "workspace of %zu x %zu floats overflows",
                    p->block_q, p->lds);
-  p->rowlist &= ~(size_t)1;
   p->rowvals = tile;
   p->scratch_lens = 5 * p->block_q;
   p->in_place = 0;
