@@ -32,13 +32,13 @@ static const sa_tiles scalar = {.m = {1},
 static const sa_tiles avx2 = {
     .m = {SA_AVX2_MR, SA_AVX2_DM, SA_AVX2_WSUM_MR},
     .m_cut = {SA_AVX2_DOTS_M_WIDE, SA_AVX2_DOTS_M},
-    .n = {SA_AVX2_NR, SA_AVX2_DN, SA_AVX2_DN_WIDE},
+    .n = {SA_AVX2_NR, SA_AVX2_DN, SA_AVX2_DN_WIDE, SA_AVX2_WSUM_KB},
     /* softmax_impl.h's row max takes 4 vectors a step, exp and sum 2 */
     .row = {SA_AVX2_LANES, 2 * SA_AVX2_LANES, 4 * SA_AVX2_LANES},
     /* score_t's dot products take a q8_0 block of d a step */
     .d = {SA_AVX2_LANES, SA_QK8_0},
     .kc = {SA_AVX2_KC},
-    .dv = {SA_AVX2_LANES, (SA_AVX2_WSUM_NV * SA_AVX2_LANES)},
+    .dv = {SA_AVX2_LANES, (SA_AVX2_WSUM_NV * SA_AVX2_LANES), SA_AVX2_WSUM_CG},
     .chunk = {SA_AVX2_DECODE_CHUNK},
 };
 #endif

@@ -18,11 +18,13 @@
  * of its bandwidth. There, blocked dot products read K rows as they lie:
  * DM = 4 rows x DN = 3 keys of vector accumulators over d (12 registers, 3
  * for the keys, 1 for a row of q), a transposed reduction per pair of rows,
- * and a prefetch PF keys ahead. Four rows, not two, because decode stacks
- * the four query heads of a GQA group: each vector of K is then loaded once
- * for all four rows instead of once per pair, and decode runs about a fifth
- * faster (Zen 5, d = 128, n = 256 per call; 4 x 2 gained less). With one
- * or two rows, 4 keys fill the registers better. K comes at twice the rate
+ * and K's lines prefetched in address order a few keys ahead
+ * (kernels/prefetch.h says why not row by row as the tile reads them:
+ * from memory that doubled the rate K arrives at). Four rows, not two, because
+ * decode stacks the four query heads of a GQA group: each vector of K is then
+ * loaded once for all four rows instead of once per pair, and decode runs about
+ * a fifth faster (Zen 5, d = 128, n = 256 per call; 4 x 2 gained less). With
+ * one or two rows, 4 keys fill the registers better. K comes at twice the rate
  * of the packed path from memory up to m = 16, and from cache the dots keep
  * up with the GEMM up to DOTS_M rows (measured on Zen 5, n = 256, d = 128).
  *
@@ -39,10 +41,11 @@
 #include "kernels/avx2/tiles.h"
 #include "kernels/avx2/util.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 #include "kernels/unroll.h"
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX2_KC };
-enum { DOTS_M = SA_AVX2_DOTS_M, DM = SA_AVX2_DM, DN = SA_AVX2_DN, PF = 8 };
+enum { DOTS_M = SA_AVX2_DOTS_M, DM = SA_AVX2_DM, DN = SA_AVX2_DN };
 
 /* 8 keys x 8 values of d -> 8 panel rows of 8 keys. Keys at or past nk and
  * values at or past np are read as 0 without touching memory. */
@@ -89,13 +92,14 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
   }
 }
 
-/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= dn, while the lines
- * of pk[] (keys PF further on) are prefetched. mr and dn are constants at
- * every call, so acc lives in registers. */
+/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= dn, while pf (if
+ * any) names K's lines up to row `limit`, dn every 16 values: a row's worth
+ * per key and 64 bytes of d, the rate the tile reads them. mr and dn are
+ * constants at every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
 dots(size_t mr, size_t dn, size_t d, const float *q, size_t ldq,
-     const float *const *kr, const float *const *pk, float *s, size_t lds,
-     size_t nk, float scale) {
+     const float *const *kr, sa_prefetcher *pf, size_t limit, float *s,
+     size_t lds, size_t nk, float scale) {
   __m256 acc[DM][4];
   for (size_t r = 0; r < DM; r++)
     for (size_t c = 0; c < 4; c++)
@@ -104,8 +108,8 @@ dots(size_t mr, size_t dn, size_t d, const float *q, size_t ldq,
   for (; p + 8 <= d; p += 8) {
     __m256 b[4];
     for (size_t c = 0; c < dn; c++) {
-      /* twice per 64-byte line, cheaper than a branch to skip one */
-      _mm_prefetch((const char *)(pk[c] + p), _MM_HINT_T0);
+      if (pf && p % 16 == 0)
+        sa_prefetch_next(pf, limit, 0);
       b[c] = _mm256_loadu_ps(kr[c] + p);
     }
     for (size_t r = 0; r < mr; r++) {
@@ -131,21 +135,22 @@ dots(size_t mr, size_t dn, size_t d, const float *q, size_t ldq,
 static inline __attribute__((always_inline)) void
 score_dots(size_t dn, size_t m, size_t n, size_t d, const float *q, size_t ldq,
            const float *k, size_t ldk, float scale, float *s, size_t lds) {
+  const size_t ahead = sa_prefetch_rows_ahead(d * sizeof(float), 4096);
+  sa_prefetcher pf =
+      sa_prefetcher_at(k, ldk * sizeof(float), d * sizeof(float), n, ahead);
   for (size_t j0 = 0; j0 < n; j0 += dn) {
     size_t nk = n - j0 < dn ? n - j0 : dn;
-    const float *kr[4], *pk[4];
-    for (size_t c = 0; c < dn; c++) {
-      size_t ahead = j0 + c + PF < n ? j0 + c + PF : n - 1;
+    const float *kr[4];
+    for (size_t c = 0; c < dn; c++)
       kr[c] = k + (c < nk ? j0 + c : j0) * ldk;
-      pk[c] = k + ahead * ldk;
-    }
+    sa_prefetcher_raise(&pf, j0 + ahead);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
-      /* later row blocks find these keys in cache: "prefetch" them instead
-       * of fetching the ones ahead again */
-      const float *const *pi = i0 == 0 ? pk : kr;
+      /* later row blocks find these keys in cache */
+      sa_prefetcher *pi = i0 == 0 ? &pf : NULL;
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;
-#define DOTS(r) dots(r, dn, d, qi, ldq, kr, pi, si, lds, nk, scale)
+#define DOTS(r)                                                                \
+  dots(r, dn, d, qi, ldq, kr, pi, j0 + dn + ahead, si, lds, nk, scale)
       SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
 #undef DOTS
     }

@@ -13,10 +13,11 @@
  * values against 4 FMAs and hides under the loads, which carry half (f16,
  * bf16) or 17/64 (q8_0) of f32's bytes. The d loop steps a q8_0 block (32
  * values, 34 bytes) or 64 bytes of f16 / bf16 at a time: one scale per key
- * per block, and one prefetch per key per step, PF keys ahead; the row's
- * last byte is prefetched too, as steps do not meet every line of a q8_0
- * row. PF is larger than the f32 kernel's 8 since a narrow row is fewer
- * bytes and the prefetch must still run as far ahead in time.
+ * per block. K's rows are prefetched a tile at a time, whole and in
+ * address order, 4 KiB of rows ahead (kernels/prefetch.h): more keys ahead
+ * than the f32 kernel, since a narrow row is fewer bytes and the prefetch
+ * must still run as far ahead in time, and not a line a step as there,
+ * since these kernels are nearer bound by their instructions.
  *
  * Prefill (m > DOTS_M): the GEMM on a packed panel, K widened while it is
  * transposed into the panel, so the MR = 6 x NR = 16 FMA loop is the f32
@@ -35,10 +36,11 @@
 #include "kernels/avx2/util.h"
 #include "kernels/avx2/widen.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 #include "kernels/unroll.h"
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX2_KC };
-enum { DOTS_M = SA_AVX2_DOTS_M, DM = SA_AVX2_DM, DN = SA_AVX2_DN, PF = 16 };
+enum { DOTS_M = SA_AVX2_DOTS_M, DM = SA_AVX2_DM, DN = SA_AVX2_DN };
 
 /* 8 keys x 8 values of d from element p -> 8 panel rows of 8 keys. Keys at
  * or past nk and values at or past np are 0 without touching memory. */
@@ -104,12 +106,11 @@ SA_INLINE void step8(sa_dtype t, size_t dn, const char **kx) {
     kx[c] += t == SA_Q8_0 ? 8 : 16;
 }
 
-/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= dn, while the rows
- * pk[] (rowb bytes each, keys PF further on) are prefetched. mr and dn are
+/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= dn. mr and dn are
  * constants at every call, so acc lives in registers. */
 SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
-                    size_t ldq, const char *const *kr, const char *const *pk,
-                    size_t rowb, float *s, size_t lds, size_t nk, float scale) {
+                    size_t ldq, const char *const *kr, float *s, size_t lds,
+                    size_t nk, float scale) {
   __m256 acc[DM][4], sc[4];
   for (size_t r = 0; r < DM; r++)
     for (size_t c = 0; c < 4; c++)
@@ -121,7 +122,6 @@ SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
   for (; p + 32 <= d; p += 32) {
     /* one address and one scale per key per 32 values: the block's */
     for (size_t c = 0; c < dn; c++) {
-      _mm_prefetch(sa_unit_at(t, pk[c], p), _MM_HINT_T0);
       kx[c] = sa_elem_at(t, kr[c], p);
       if (t == SA_Q8_0)
         sc[c] = sa_q8_scale(kr[c], p);
@@ -130,9 +130,6 @@ SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
       fma_step(t, mr, dn, q + p + u, ldq, kx, sc, acc);
   }
   for (size_t c = 0; c < dn; c++) {
-    if (p < d)
-      _mm_prefetch(sa_unit_at(t, pk[c], p), _MM_HINT_T0);
-    _mm_prefetch(pk[c] + rowb - 1, _MM_HINT_T0);
     kx[c] = sa_elem_at(t, kr[c], p);
   }
   if (t != SA_Q8_0) {
@@ -156,20 +153,19 @@ SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
 SA_INLINE void score_dots(sa_dtype t, size_t dn, size_t m, size_t n, size_t d,
                           const float *q, size_t ldq, const char *k, size_t ldb,
                           size_t rowb, float scale, float *s, size_t lds) {
+  const size_t ahead = sa_prefetch_rows_ahead(rowb, 4096);
+  sa_prefetcher pf = sa_prefetcher_at(k, ldb, rowb, n, ahead);
   for (size_t j0 = 0; j0 < n; j0 += dn) {
     size_t nk = n - j0 < dn ? n - j0 : dn;
-    const char *kr[4], *pk[4];
-    for (size_t c = 0; c < dn; c++) {
-      size_t ahead = j0 + c + PF < n ? j0 + c + PF : n - 1;
+    const char *kr[4];
+    for (size_t c = 0; c < dn; c++)
       kr[c] = k + (c < nk ? j0 + c : j0) * ldb;
-      pk[c] = k + ahead * ldb;
-    }
+    sa_prefetcher_raise(&pf, j0 + ahead);
+    sa_prefetch_until(&pf, j0 + dn + ahead, 0);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
-      /* later row blocks find these keys in cache */
-      const char *const *pi = i0 == 0 ? pk : kr;
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;
-#define DOTS(r) dots(t, r, dn, d, qi, ldq, kr, pi, rowb, si, lds, nk, scale)
+#define DOTS(r) dots(t, r, dn, d, qi, ldq, kr, si, lds, nk, scale)
       SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
 #undef DOTS
     }
@@ -183,8 +179,7 @@ SA_INLINE void score_t(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
   size_t ldb = sa_row_bytes(t, ldk);
   /* bytes a row's d values take (q8_0: d / 32 blocks) */
   size_t rowb = t == SA_Q8_0 ? sa_row_bytes(t, d / 32) : sa_row_bytes(t, d);
-  /* d = 0 has no row for the dots to prefetch the end of */
-  if (d == 0 || m > DOTS_M)
+  if (m > DOTS_M)
     score_packed(t, m, n, d, q, ldq, kb, ldb, scale, s, lds);
   else if (m <= SA_AVX2_DOTS_M_WIDE)
     score_dots(t, SA_AVX2_DN_WIDE, m, n, d, q, ldq, kb, ldb, rowb, scale, s,

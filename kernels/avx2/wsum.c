@@ -9,11 +9,20 @@
  * single store at the end (beta NULL: o is only written, so it may hold NaN
  * on entry).
  *
- * Column blocks walk V down 64 bytes of each row at a time, a pattern the
- * hardware prefetchers do not follow: from memory (decode, where each V row
- * is used by a few rows of p) V came at a third of the bandwidth. So the
- * first column block prefetches whole rows of V PF rows ahead, and the
- * others find them in cache.
+ * Keys go in sub-blocks of KB = 32 (16 KiB of f32 V at dv = 128), each
+ * sub-block through every column block before the next, the partial sums
+ * parked on the stack between sub-blocks (per lane the sum still runs over
+ * j in order, bit for bit as one pass would). Walking one column block down
+ * all n keys first, as until 0.8, read each V row 64 bytes at a time, n
+ * rows apart: a pattern the hardware prefetchers do not follow, and with
+ * n = 1024 the 512 KiB of rows prefetched for the first column block were
+ * gone from L2 before the last one came back for them. From memory (decode,
+ * m = 4, d = 128, Zen 3) wsum read V at 6.5-7.9 GB/s that way against a
+ * read probe of 19; now at 13-14. The first row block also names V's lines
+ * in address order (kernels/prefetch.h), a line per key per column block,
+ * a sub-block and 4 KiB of rows ahead; later row blocks find the rows in
+ * cache. Columns go in groups of CG = 128, so a sub-block stays 16 KiB at
+ * any dv.
  *
  * Tails: columns left after the 16-wide blocks go through a one-vector
  * tile, 8 wide, then once more for the last cols < 8 columns, whose vector
@@ -27,9 +36,15 @@
 #include "kernels/avx2/tiles.h"
 #include "kernels/avx2/util.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 #include "kernels/unroll.h"
 
-enum { MR = SA_AVX2_WSUM_MR, NV = SA_AVX2_WSUM_NV, PF = 8 };
+enum {
+  MR = SA_AVX2_WSUM_MR,
+  NV = SA_AVX2_WSUM_NV,
+  KB = SA_AVX2_WSUM_KB,
+  CG = SA_AVX2_WSUM_CG,
+};
 
 static inline __attribute__((always_inline)) __m256 load(const float *x,
                                                          size_t cols) {
@@ -44,36 +59,59 @@ static inline __attribute__((always_inline)) void store(float *x, size_t cols,
     sa_store8_part(x, cols, y);
 }
 
-/* Columns [0, 8 (nv - 1) + cols) of mr rows; pf > 0: also prefetch pf
- * floats of the row PF further on. mr and nv are constants at every call, so
- * acc lives in registers; cols is 8 except in the last tile, where nv is 1.
- */
+/* acc[r][c] += p[r * ldp] * row[8 c ..] for one key. */
+static inline __attribute__((always_inline)) void
+key(size_t mr, size_t nv, size_t cols, const float *p, size_t ldp,
+    const float *row, __m256 acc[MR][NV]) {
+  __m256 b[NV];
+  for (size_t c = 0; c < nv; c++)
+    b[c] = load(row + 8 * c, c + 1 < nv ? 8 : cols);
+#pragma GCC unroll 6
+  for (size_t r = 0; r < mr; r++) {
+    __m256 a = _mm256_broadcast_ss(p + r * ldp);
+    for (size_t c = 0; c < nv; c++)
+      acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
+  }
+}
+
+/* Where a tile's sums come from and go: they start at 0 (first) or from
+ * the parked partial sums `part` (rows CG floats apart), and end in o with
+ * beta (last) or parked again. */
+typedef struct ends {
+  int first, last;
+  float *part;
+} ends;
+
+/* Columns [0, 8 (nv - 1) + cols) of mr rows over keys [0, n) of a
+ * sub-block; pf (if any) names a line of V per key, up to row `limit`. mr
+ * and nv are constants at every call, so acc lives in registers; cols is 8
+ * except in the last tile, where nv is 1. */
 static inline __attribute__((always_inline)) void
 tile(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
      const float *v, size_t ldv, const float *beta, float *o, size_t ldo,
-     size_t pf) {
+     ends e, sa_prefetcher *pf, size_t limit) {
   __m256 acc[MR][NV];
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++)
     for (size_t c = 0; c < nv; c++)
-      acc[r][c] = _mm256_setzero_ps();
-  for (size_t j = 0; j < n; j++) {
-    const float *ahead = v + (j + PF < n ? j + PF : n - 1) * ldv;
-    for (size_t c = 0; c < pf; c += 16)
-      _mm_prefetch((const char *)(ahead + c), _MM_HINT_T0);
-    __m256 b[NV];
-    for (size_t c = 0; c < nv; c++)
-      b[c] = load(v + j * ldv + 8 * c, c + 1 < nv ? 8 : cols);
-#pragma GCC unroll 6
-    for (size_t r = 0; r < mr; r++) {
-      __m256 a = _mm256_broadcast_ss(p + r * ldp + j);
-      for (size_t c = 0; c < nv; c++)
-        acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
+      acc[r][c] = e.first ? _mm256_setzero_ps()
+                          : _mm256_loadu_ps(e.part + r * CG + 8 * c);
+  /* the loop twice, so that the one without a cursor tests nothing */
+  if (pf)
+    for (size_t j = 0; j < n; j++) {
+      sa_prefetch_next(pf, limit, 0);
+      key(mr, nv, cols, p + j, ldp, v + j * ldv, acc);
     }
-  }
+  else
+    for (size_t j = 0; j < n; j++)
+      key(mr, nv, cols, p + j, ldp, v + j * ldv, acc);
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++)
     for (size_t c = 0; c < nv; c++) {
+      if (!e.last) {
+        _mm256_storeu_ps(e.part + r * CG + 8 * c, acc[r][c]);
+        continue;
+      }
       float *out = o + r * ldo + 8 * c;
       size_t w = c + 1 < nv ? 8 : cols;
       __m256 x = acc[r][c];
@@ -89,10 +127,47 @@ tile(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
 static inline __attribute__((always_inline)) void
 rows(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
      const float *v, size_t ldv, const float *beta, float *o, size_t ldo,
-     size_t pf) {
-#define TILE(r) tile(r, nv, cols, n, p, ldp, v, ldv, beta, o, ldo, pf)
+     ends e, sa_prefetcher *pf, size_t limit) {
+#define TILE(r) tile(r, nv, cols, n, p, ldp, v, ldv, beta, o, ldo, e, pf, limit)
   SA_UNROLL_1_6(mr, TILE);
 #undef TILE
+}
+
+/* Columns [0, cw) (cw <= CG) of mr rows over keys [0, n) in sub-blocks. */
+static void group(size_t mr, size_t n, size_t cw, const float *p, size_t ldp,
+                  const float *v, size_t ldv, const float *beta, float *o,
+                  size_t ldo, int prefetch) {
+  _Alignas(32) float part[MR * CG];
+  /* a sub-block and 4 KiB ahead: the next sub-block's rows are named
+   * while this one is read, not the rows being read */
+  const size_t ahead = KB + sa_prefetch_rows_ahead(cw * sizeof(float), 4096);
+  sa_prefetcher cur =
+      sa_prefetcher_at(v, ldv * sizeof(float), cw * sizeof(float), n, ahead);
+  /* the cursor is called by as many column blocks as a row has lines (and
+   * one more for a row straddling one more): a line per key from each of
+   * them, and no call at all from the rest */
+  const size_t lines = prefetch ? cw * sizeof(float) / 64 + 2 : 0;
+  size_t j0 = 0;
+  do { /* n = 0 still writes o = beta * o */
+    size_t nb = n - j0 < KB ? n - j0 : KB, limit = j0 + nb + ahead;
+    ends e = {j0 == 0, j0 + nb == n, part};
+    const float *pj = p + j0, *vj = v + j0 * ldv;
+    sa_prefetcher_raise(&cur, j0 + ahead);
+    size_t c0 = 0, cb = 0;
+    for (; c0 + 8 * NV <= cw; c0 += 8 * NV, e.part += 8 * NV)
+      rows(mr, NV, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e,
+           cb++ < lines ? &cur : NULL, limit);
+    if (c0 + 8 <= cw) {
+      rows(mr, 1, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e,
+           cb++ < lines ? &cur : NULL, limit);
+      c0 += 8;
+      e.part += 8;
+    }
+    if (c0 < cw)
+      rows(mr, 1, cw - c0, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e,
+           cb++ < lines ? &cur : NULL, limit);
+    j0 += nb;
+  } while (j0 < n);
 }
 
 void sa_wsum__avx2(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
@@ -100,18 +175,8 @@ void sa_wsum__avx2(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                    size_t ldo) {
   for (size_t i0 = 0; i0 < m; i0 += MR) {
     size_t mr = m - i0 < MR ? m - i0 : MR;
-    const float *pi = p + i0 * ldp;
-    const float *bi = beta ? beta + i0 : NULL;
-    float *oi = o + i0 * ldo;
-    size_t c0 = 0, pf = i0 == 0 ? dv : 0;
-    for (; c0 + 8 * NV <= dv; c0 += 8 * NV, pf = 0)
-      rows(mr, NV, 8, n, pi, ldp, v + c0, ldv, bi, oi + c0, ldo, pf);
-    if (c0 + 8 <= dv) {
-      rows(mr, 1, 8, n, pi, ldp, v + c0, ldv, bi, oi + c0, ldo, pf);
-      c0 += 8;
-      pf = 0;
-    }
-    if (c0 < dv)
-      rows(mr, 1, dv - c0, n, pi, ldp, v + c0, ldv, bi, oi + c0, ldo, pf);
+    for (size_t g0 = 0; g0 < dv; g0 += CG)
+      group(mr, n, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp, v + g0, ldv,
+            beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo, i0 == 0);
   }
 }

@@ -13,10 +13,10 @@
  * multiplies per j where dequantising costs 2. A 16-column tile never
  * crosses a q8_0 block (dv is a multiple of 32), so one scale serves it.
  *
- * From memory (decode) the first column block prefetches whole V rows PF
- * rows ahead, every 64-byte line of them, and the other column blocks find
- * them in cache. PF is larger than wsum.c's 8 since narrow rows are fewer
- * bytes and the prefetch must still run as far ahead in time.
+ * Keys go in sub-blocks of KB, columns in groups of CG, and the first row
+ * block names V's lines in address order ahead of the reader, all as in
+ * wsum.c (which says why); 4 KiB of narrow rows are more keys ahead than
+ * of f32 ones, so the prefetch still runs as far ahead in time.
  *
  * Tails: columns after the 16-wide blocks go through a one-vector tile, then
  * the last cols < 8 (f16 / bf16 only) are copied through the stack on each
@@ -28,9 +28,15 @@
 #include "kernels/avx2/util.h"
 #include "kernels/avx2/widen.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 #include "kernels/unroll.h"
 
-enum { MR = SA_AVX2_WSUM_MR, NV = SA_AVX2_WSUM_NV, PF = 16 };
+enum {
+  MR = SA_AVX2_WSUM_MR,
+  NV = SA_AVX2_WSUM_NV,
+  KB = SA_AVX2_WSUM_KB,
+  CG = SA_AVX2_WSUM_CG,
+};
 
 SA_INLINE __m256 load(const float *x, size_t cols) {
   return cols == 8 ? _mm256_loadu_ps(x) : sa_load8_part(x, cols);
@@ -43,40 +49,64 @@ SA_INLINE void store(float *x, size_t cols, __m256 y) {
     sa_store8_part(x, cols, y);
 }
 
-/* Columns [c0, c0 + 8 (nv - 1) + cols) of mr rows, V rows ldb bytes apart
- * starting at v; pf > 0: also prefetch the pf bytes of the row PF further
- * on. mr and nv are constants at every call, so acc lives in registers;
- * cols is 8 except in the last tile, where nv is 1. */
+/* acc[r][c] += p[r * ldp] * row[c0 + 8 c ..] for one key. */
+SA_INLINE void key(sa_dtype t, size_t mr, size_t nv, size_t cols,
+                   const float *p, size_t ldp, const char *row, size_t c0,
+                   __m256 acc[MR][NV]) {
+  const __m256 sc = t == SA_Q8_0 ? sa_q8_scale(row, c0) : _mm256_setzero_ps();
+  __m256 b[NV];
+  for (size_t c = 0; c < nv; c++) {
+    const char *x = sa_elem_at(t, row, c0 + 8 * c);
+    b[c] = c + 1 < nv || cols == 8 ? sa_widen8(t, x, sc)
+                                   : sa_widen8_part(t, x, cols);
+  }
+#pragma GCC unroll 6
+  for (size_t r = 0; r < mr; r++) {
+    __m256 a = _mm256_broadcast_ss(p + r * ldp);
+    for (size_t c = 0; c < nv; c++)
+      acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
+  }
+}
+
+/* Where a tile's sums come from and go: they start at 0 (first) or from
+ * the parked partial sums `part` (rows CG floats apart), and end in o with
+ * beta (last) or parked again. */
+typedef struct ends {
+  int first, last;
+  float *part;
+} ends;
+
+/* Columns [c0, c0 + 8 (nv - 1) + cols) of a group, of mr rows over keys
+ * [0, n) of a sub-block, V rows ldb bytes apart from v (the group's first
+ * unit); pf (if any) names a line of V per key, up to row `limit`. mr and
+ * nv are constants at every call, so acc lives in registers; cols is 8
+ * except in the last tile, where nv is 1. */
 SA_INLINE void tile(sa_dtype t, size_t mr, size_t nv, size_t cols, size_t n,
                     const float *p, size_t ldp, const char *v, size_t ldb,
-                    size_t c0, const float *beta, float *o, size_t ldo,
-                    size_t pf) {
+                    size_t c0, const float *beta, float *o, size_t ldo, ends e,
+                    sa_prefetcher *pf, size_t limit) {
   __m256 acc[MR][NV];
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++)
     for (size_t c = 0; c < nv; c++)
-      acc[r][c] = _mm256_setzero_ps();
-  for (size_t j = 0; j < n; j++) {
-    const char *row = v + j * ldb;
-    if (pf)
-      sa_prefetch_row(v + (j + PF < n ? j + PF : n - 1) * ldb, pf);
-    const __m256 sc = t == SA_Q8_0 ? sa_q8_scale(row, c0) : _mm256_setzero_ps();
-    __m256 b[NV];
-    for (size_t c = 0; c < nv; c++) {
-      const char *x = sa_elem_at(t, row, c0 + 8 * c);
-      b[c] = c + 1 < nv || cols == 8 ? sa_widen8(t, x, sc)
-                                     : sa_widen8_part(t, x, cols);
+      acc[r][c] = e.first ? _mm256_setzero_ps()
+                          : _mm256_loadu_ps(e.part + r * CG + 8 * c);
+  /* the loop twice, so that the one without a cursor tests nothing */
+  if (pf)
+    for (size_t j = 0; j < n; j++) {
+      sa_prefetch_until(pf, limit + j, 0);
+      key(t, mr, nv, cols, p + j, ldp, v + j * ldb, c0, acc);
     }
-#pragma GCC unroll 6
-    for (size_t r = 0; r < mr; r++) {
-      __m256 a = _mm256_broadcast_ss(p + r * ldp + j);
-      for (size_t c = 0; c < nv; c++)
-        acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
-    }
-  }
+  else
+    for (size_t j = 0; j < n; j++)
+      key(t, mr, nv, cols, p + j, ldp, v + j * ldb, c0, acc);
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++)
     for (size_t c = 0; c < nv; c++) {
+      if (!e.last) {
+        _mm256_storeu_ps(e.part + r * CG + 8 * c, acc[r][c]);
+        continue;
+      }
       float *out = o + r * ldo + 8 * c;
       size_t w = c + 1 < nv ? 8 : cols;
       __m256 x = acc[r][c];
@@ -90,36 +120,65 @@ SA_INLINE void tile(sa_dtype t, size_t mr, size_t nv, size_t cols, size_t n,
 
 SA_INLINE void rows(sa_dtype t, size_t mr, size_t nv, size_t cols, size_t n,
                     const float *p, size_t ldp, const char *v, size_t ldb,
-                    size_t c0, const float *beta, float *o, size_t ldo,
-                    size_t pf) {
-#define TILE(r) tile(t, r, nv, cols, n, p, ldp, v, ldb, c0, beta, o, ldo, pf)
+                    size_t c0, const float *beta, float *o, size_t ldo, ends e,
+                    sa_prefetcher *pf, size_t limit) {
+#define TILE(r)                                                                \
+  tile(t, r, nv, cols, n, p, ldp, v, ldb, c0, beta, o, ldo, e, pf, limit)
   SA_UNROLL_1_6(mr, TILE);
 #undef TILE
+}
+
+/* Columns [0, cw) (cw <= CG) of mr rows over keys [0, n) in sub-blocks, V
+ * rows ldb bytes apart from v, the group's first unit (a q8_0 block start:
+ * groups start at multiples of CG). */
+SA_INLINE void group(sa_dtype t, size_t mr, size_t n, size_t cw, const float *p,
+                     size_t ldp, const char *v, size_t ldb, const float *beta,
+                     float *o, size_t ldo, int prefetch) {
+  _Alignas(32) float part[MR * CG];
+  /* bytes the group's cw values take (q8_0: cw / 32 blocks) */
+  const size_t rowb =
+      t == SA_Q8_0 ? sa_row_bytes(t, cw / 32) : sa_row_bytes(t, cw);
+  /* a sub-block and 4 KiB ahead, as wsum.c */
+  const size_t ahead = KB + sa_prefetch_rows_ahead(rowb, 4096);
+  sa_prefetcher cur = sa_prefetcher_at(v, ldb, rowb, n, ahead);
+  /* the cursor is called by as many column blocks as a row has lines (and
+   * one more for a row straddling one more): a line per key from each of
+   * them, and no call at all from the rest */
+  const size_t lines = prefetch ? 1 : 0;
+  size_t j0 = 0;
+  do { /* n = 0 still writes o = beta * o */
+    size_t nb = n - j0 < KB ? n - j0 : KB, limit = j0 + ahead + 1;
+    ends e = {j0 == 0, j0 + nb == n, part};
+    const float *pj = p + j0;
+    const char *vj = v + j0 * ldb;
+    sa_prefetcher_raise(&cur, j0 + ahead);
+    size_t c0 = 0, cb = 0;
+    for (; c0 + 8 * NV <= cw; c0 += 8 * NV, e.part += 8 * NV)
+      rows(t, mr, NV, 8, nb, pj, ldp, vj, ldb, c0, beta, o + c0, ldo, e,
+           cb++ < lines ? &cur : NULL, limit);
+    if (c0 + 8 <= cw) {
+      rows(t, mr, 1, 8, nb, pj, ldp, vj, ldb, c0, beta, o + c0, ldo, e,
+           cb++ < lines ? &cur : NULL, limit);
+      c0 += 8;
+      e.part += 8;
+    }
+    if (t != SA_Q8_0 && c0 < cw)
+      rows(t, mr, 1, cw - c0, nb, pj, ldp, vj, ldb, c0, beta, o + c0, ldo, e,
+           cb++ < lines ? &cur : NULL, limit);
+    j0 += nb;
+  } while (j0 < n);
 }
 
 SA_INLINE void wsum_t(sa_dtype t, size_t m, size_t n, size_t dv, const float *p,
                       size_t ldp, const void *v, size_t ldv, const float *beta,
                       float *o, size_t ldo) {
-  const char *vb = v;
   const size_t ldb = sa_row_bytes(t, ldv);
-  /* bytes a row's dv values take (q8_0: dv / 32 blocks) */
-  const size_t rowb =
-      t == SA_Q8_0 ? sa_row_bytes(t, dv / 32) : sa_row_bytes(t, dv);
   for (size_t i0 = 0; i0 < m; i0 += MR) {
     size_t mr = m - i0 < MR ? m - i0 : MR;
-    const float *pi = p + i0 * ldp;
-    const float *bi = beta ? beta + i0 : NULL;
-    float *oi = o + i0 * ldo;
-    size_t c0 = 0, pf = i0 == 0 ? rowb : 0;
-    for (; c0 + 8 * NV <= dv; c0 += 8 * NV, pf = 0)
-      rows(t, mr, NV, 8, n, pi, ldp, vb, ldb, c0, bi, oi + c0, ldo, pf);
-    if (c0 + 8 <= dv) {
-      rows(t, mr, 1, 8, n, pi, ldp, vb, ldb, c0, bi, oi + c0, ldo, pf);
-      c0 += 8;
-      pf = 0;
-    }
-    if (t != SA_Q8_0 && c0 < dv)
-      rows(t, mr, 1, dv - c0, n, pi, ldp, vb, ldb, c0, bi, oi + c0, ldo, pf);
+    for (size_t g0 = 0; g0 < dv; g0 += CG)
+      group(t, mr, n, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp,
+            sa_unit_at(t, v, g0), ldb, beta ? beta + i0 : NULL,
+            o + i0 * ldo + g0, ldo, i0 == 0);
   }
 }
 
