@@ -13,10 +13,11 @@
  * multiplies per j where dequantising costs 2. A 16-column tile never
  * crosses a q8_0 block (dv is a multiple of 32), so one scale serves it.
  *
- * Keys go in sub-blocks of KB, columns in groups of CG, and the first row
- * block names V's lines in address order ahead of the reader, all as in
- * wsum.c (which says why); 4 KiB of narrow rows are more keys ahead than
- * of f32 ones, so the prefetch still runs as far ahead in time.
+ * Keys go in sub-blocks (of as many bytes as wsum.c's KB keys of f32: 2 KB
+ * keys of f16 / bf16, 4 KB of q8_0), columns in groups of CG, and the
+ * first row block names V's lines in address order ahead of the reader,
+ * all as in wsum.c (which says why); 4 KiB of narrow rows are more keys ahead
+ * than of f32 ones, so the prefetch still runs as far ahead in time.
  *
  * Tails: columns after the 16-wide blocks go through a one-vector tile, then
  * the last cols < 8 (f16 / bf16 only) are copied through the stack on each
@@ -139,7 +140,11 @@ SA_INLINE void group(sa_dtype t, size_t mr, size_t n, size_t cw, const float *p,
   const size_t rowb =
       t == SA_Q8_0 ? sa_row_bytes(t, cw / 32) : sa_row_bytes(t, cw);
   /* a sub-block and 4 KiB ahead, as wsum.c */
-  const size_t ahead = KB + sa_prefetch_rows_ahead(rowb, 4096);
+  /* as many keys a sub-block as f32's bytes: the park and reload of the
+   * sums and the cursor's calls are then paid as rarely (q8_0 decode, whose
+   * widening binds it, lost 5% with 32-key sub-blocks) */
+  const size_t kb = t == SA_Q8_0 ? 4 * KB : 2 * KB;
+  const size_t ahead = kb + sa_prefetch_rows_ahead(rowb, 4096);
   sa_prefetcher cur = sa_prefetcher_at(v, ldb, rowb, n, ahead);
   /* the cursor is called by as many column blocks as a row has lines (and
    * one more for a row straddling one more): a line per key from each of
@@ -147,7 +152,7 @@ SA_INLINE void group(sa_dtype t, size_t mr, size_t n, size_t cw, const float *p,
   const size_t lines = prefetch ? 1 : 0;
   size_t j0 = 0;
   do { /* n = 0 still writes o = beta * o */
-    size_t nb = n - j0 < KB ? n - j0 : KB, limit = j0 + ahead + 1;
+    size_t nb = n - j0 < kb ? n - j0 : kb, limit = j0 + ahead + 1;
     ends e = {j0 == 0, j0 + nb == n, part};
     const float *pj = p + j0;
     const char *vj = v + j0 * ldb;
