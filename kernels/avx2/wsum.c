@@ -35,6 +35,7 @@
 
 #include "kernels/avx2/tiles.h"
 #include "kernels/avx2/util.h"
+#include "kernels/avx2/wsum_ends.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/unroll.h"
@@ -46,26 +47,13 @@ enum {
   CG = SA_AVX2_WSUM_CG,
 };
 
-static inline __attribute__((always_inline)) __m256 load(const float *x,
-                                                         size_t cols) {
-  return cols == 8 ? _mm256_loadu_ps(x) : sa_load8_part(x, cols);
-}
-
-static inline __attribute__((always_inline)) void store(float *x, size_t cols,
-                                                        __m256 y) {
-  if (cols == 8)
-    _mm256_storeu_ps(x, y);
-  else
-    sa_store8_part(x, cols, y);
-}
-
 /* acc[r][c] += p[r * ldp] * row[8 c ..] for one key. */
 static inline __attribute__((always_inline)) void
 key(size_t mr, size_t nv, size_t cols, const float *p, size_t ldp,
     const float *row, __m256 acc[MR][NV]) {
   __m256 b[NV];
   for (size_t c = 0; c < nv; c++)
-    b[c] = load(row + 8 * c, c + 1 < nv ? 8 : cols);
+    b[c] = sa_wsum_load(row + 8 * c, c + 1 < nv ? 8 : cols);
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++) {
     __m256 a = _mm256_broadcast_ss(p + r * ldp);
@@ -74,14 +62,6 @@ key(size_t mr, size_t nv, size_t cols, const float *p, size_t ldp,
   }
 }
 
-/* Where a tile's sums come from and go: they start at 0 (first) or from
- * the parked partial sums `part` (rows CG floats apart), and end in o with
- * beta (last) or parked again. */
-typedef struct ends {
-  int first, last;
-  float *part;
-} ends;
-
 /* Columns [0, 8 (nv - 1) + cols) of mr rows over keys [0, n) of a
  * sub-block; pf (if any) names a line of V per key, up to row `limit`. mr
  * and nv are constants at every call, so acc lives in registers; cols is 8
@@ -89,13 +69,9 @@ typedef struct ends {
 static inline __attribute__((always_inline)) void
 tile(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
      const float *v, size_t ldv, const float *beta, float *o, size_t ldo,
-     ends e, sa_prefetcher *pf, size_t limit) {
+     sa_wsum_ends e, sa_prefetcher *pf, size_t limit) {
   __m256 acc[MR][NV];
-#pragma GCC unroll 6
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < nv; c++)
-      acc[r][c] = e.first ? _mm256_setzero_ps()
-                          : _mm256_loadu_ps(e.part + r * CG + 8 * c);
+  sa_wsum_begin(mr, nv, e, acc);
   /* the loop twice, so that the one without a cursor tests nothing */
   if (pf)
     for (size_t j = 0; j < n; j++) {
@@ -105,29 +81,13 @@ tile(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
   else
     for (size_t j = 0; j < n; j++)
       key(mr, nv, cols, p + j, ldp, v + j * ldv, acc);
-#pragma GCC unroll 6
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < nv; c++) {
-      if (!e.last) {
-        _mm256_storeu_ps(e.part + r * CG + 8 * c, acc[r][c]);
-        continue;
-      }
-      float *out = o + r * ldo + 8 * c;
-      size_t w = c + 1 < nv ? 8 : cols;
-      __m256 x = acc[r][c];
-      /* beta * o rounded on its own, as the oracle does: an FMA here would
-       * differ from it by an ulp of beta * o, unrelated to the sum */
-      if (beta)
-        x = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(beta[r]), load(out, w)),
-                          x);
-      store(out, w, x);
-    }
+  sa_wsum_end(mr, nv, cols, e, beta, o, ldo, acc);
 }
 
 static inline __attribute__((always_inline)) void
 rows(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
      const float *v, size_t ldv, const float *beta, float *o, size_t ldo,
-     ends e, sa_prefetcher *pf, size_t limit) {
+     sa_wsum_ends e, sa_prefetcher *pf, size_t limit) {
 #define TILE(r) tile(r, nv, cols, n, p, ldp, v, ldv, beta, o, ldo, e, pf, limit)
   SA_UNROLL_1_6(mr, TILE);
 #undef TILE
@@ -150,7 +110,7 @@ static void group(size_t mr, size_t n, size_t cw, const float *p, size_t ldp,
   size_t j0 = 0;
   do { /* n = 0 still writes o = beta * o */
     size_t nb = n - j0 < KB ? n - j0 : KB, limit = j0 + nb + ahead;
-    ends e = {j0 == 0, j0 + nb == n, part};
+    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part};
     const float *pj = p + j0, *vj = v + j0 * ldv;
     sa_prefetcher_raise(&cur, j0 + ahead);
     size_t c0 = 0, cb = 0;

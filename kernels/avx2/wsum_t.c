@@ -28,6 +28,7 @@
 #include "kernels/avx2/tiles.h"
 #include "kernels/avx2/util.h"
 #include "kernels/avx2/widen.h"
+#include "kernels/avx2/wsum_ends.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/unroll.h"
@@ -38,17 +39,6 @@ enum {
   KB = SA_AVX2_WSUM_KB,
   CG = SA_AVX2_WSUM_CG,
 };
-
-SA_INLINE __m256 load(const float *x, size_t cols) {
-  return cols == 8 ? _mm256_loadu_ps(x) : sa_load8_part(x, cols);
-}
-
-SA_INLINE void store(float *x, size_t cols, __m256 y) {
-  if (cols == 8)
-    _mm256_storeu_ps(x, y);
-  else
-    sa_store8_part(x, cols, y);
-}
 
 /* acc[r][c] += p[r * ldp] * row[c0 + 8 c ..] for one key. */
 SA_INLINE void key(sa_dtype t, size_t mr, size_t nv, size_t cols,
@@ -69,29 +59,17 @@ SA_INLINE void key(sa_dtype t, size_t mr, size_t nv, size_t cols,
   }
 }
 
-/* Where a tile's sums come from and go: they start at 0 (first) or from
- * the parked partial sums `part` (rows CG floats apart), and end in o with
- * beta (last) or parked again. */
-typedef struct ends {
-  int first, last;
-  float *part;
-} ends;
-
 /* Columns [c0, c0 + 8 (nv - 1) + cols) of a group, of mr rows over keys
  * [0, n) of a sub-block, V rows ldb bytes apart from v (the group's first
- * unit); pf (if any) names a line of V per key, up to row `limit`. mr and
+ * unit); pf (if any) names V's rows up to row limit + j at key j. mr and
  * nv are constants at every call, so acc lives in registers; cols is 8
  * except in the last tile, where nv is 1. */
 SA_INLINE void tile(sa_dtype t, size_t mr, size_t nv, size_t cols, size_t n,
                     const float *p, size_t ldp, const char *v, size_t ldb,
-                    size_t c0, const float *beta, float *o, size_t ldo, ends e,
-                    sa_prefetcher *pf, size_t limit) {
+                    size_t c0, const float *beta, float *o, size_t ldo,
+                    sa_wsum_ends e, sa_prefetcher *pf, size_t limit) {
   __m256 acc[MR][NV];
-#pragma GCC unroll 6
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < nv; c++)
-      acc[r][c] = e.first ? _mm256_setzero_ps()
-                          : _mm256_loadu_ps(e.part + r * CG + 8 * c);
+  sa_wsum_begin(mr, nv, e, acc);
   /* the loop twice, so that the one without a cursor tests nothing */
   if (pf)
     for (size_t j = 0; j < n; j++) {
@@ -101,28 +79,13 @@ SA_INLINE void tile(sa_dtype t, size_t mr, size_t nv, size_t cols, size_t n,
   else
     for (size_t j = 0; j < n; j++)
       key(t, mr, nv, cols, p + j, ldp, v + j * ldb, c0, acc);
-#pragma GCC unroll 6
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < nv; c++) {
-      if (!e.last) {
-        _mm256_storeu_ps(e.part + r * CG + 8 * c, acc[r][c]);
-        continue;
-      }
-      float *out = o + r * ldo + 8 * c;
-      size_t w = c + 1 < nv ? 8 : cols;
-      __m256 x = acc[r][c];
-      /* beta * o rounded on its own, as the oracle does (wsum.c) */
-      if (beta)
-        x = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(beta[r]), load(out, w)),
-                          x);
-      store(out, w, x);
-    }
+  sa_wsum_end(mr, nv, cols, e, beta, o, ldo, acc);
 }
 
 SA_INLINE void rows(sa_dtype t, size_t mr, size_t nv, size_t cols, size_t n,
                     const float *p, size_t ldp, const char *v, size_t ldb,
-                    size_t c0, const float *beta, float *o, size_t ldo, ends e,
-                    sa_prefetcher *pf, size_t limit) {
+                    size_t c0, const float *beta, float *o, size_t ldo,
+                    sa_wsum_ends e, sa_prefetcher *pf, size_t limit) {
 #define TILE(r)                                                                \
   tile(t, r, nv, cols, n, p, ldp, v, ldb, c0, beta, o, ldo, e, pf, limit)
   SA_UNROLL_1_6(mr, TILE);
@@ -139,37 +102,36 @@ SA_INLINE void group(sa_dtype t, size_t mr, size_t n, size_t cw, const float *p,
   /* bytes the group's cw values take (q8_0: cw / 32 blocks) */
   const size_t rowb =
       t == SA_Q8_0 ? sa_row_bytes(t, cw / 32) : sa_row_bytes(t, cw);
-  /* a sub-block and 4 KiB ahead, as wsum.c */
   /* as many keys a sub-block as f32's bytes: the park and reload of the
    * sums and the cursor's calls are then paid as rarely (q8_0 decode, whose
    * widening binds it, lost 5% with 32-key sub-blocks) */
   const size_t kb = t == SA_Q8_0 ? 4 * KB : 2 * KB;
+  /* a sub-block and 4 KiB ahead, as wsum.c */
   const size_t ahead = kb + sa_prefetch_rows_ahead(rowb, 4096);
   sa_prefetcher cur = sa_prefetcher_at(v, ldb, rowb, n, ahead);
-  /* the cursor is called by as many column blocks as a row has lines (and
-   * one more for a row straddling one more): a line per key from each of
-   * them, and no call at all from the rest */
-  const size_t lines = prefetch ? 1 : 0;
   size_t j0 = 0;
   do { /* n = 0 still writes o = beta * o */
     size_t nb = n - j0 < kb ? n - j0 : kb, limit = j0 + ahead + 1;
-    ends e = {j0 == 0, j0 + nb == n, part};
+    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part};
     const float *pj = p + j0;
     const char *vj = v + j0 * ldb;
     sa_prefetcher_raise(&cur, j0 + ahead);
-    size_t c0 = 0, cb = 0;
-    for (; c0 + 8 * NV <= cw; c0 += 8 * NV, e.part += 8 * NV)
-      rows(t, mr, NV, 8, nb, pj, ldp, vj, ldb, c0, beta, o + c0, ldo, e,
-           cb++ < lines ? &cur : NULL, limit);
+    /* the first column block names a row per key; the others, nothing */
+    sa_prefetcher *pf = prefetch ? &cur : NULL;
+    size_t c0 = 0;
+    for (; c0 + 8 * NV <= cw; c0 += 8 * NV, e.part += 8 * NV, pf = NULL)
+      rows(t, mr, NV, 8, nb, pj, ldp, vj, ldb, c0, beta, o + c0, ldo, e, pf,
+           limit);
     if (c0 + 8 <= cw) {
-      rows(t, mr, 1, 8, nb, pj, ldp, vj, ldb, c0, beta, o + c0, ldo, e,
-           cb++ < lines ? &cur : NULL, limit);
+      rows(t, mr, 1, 8, nb, pj, ldp, vj, ldb, c0, beta, o + c0, ldo, e, pf,
+           limit);
+      pf = NULL;
       c0 += 8;
       e.part += 8;
     }
     if (t != SA_Q8_0 && c0 < cw)
       rows(t, mr, 1, cw - c0, nb, pj, ldp, vj, ldb, c0, beta, o + c0, ldo, e,
-           cb++ < lines ? &cur : NULL, limit);
+           pf, limit);
     j0 += nb;
   } while (j0 < n);
 }
