@@ -41,7 +41,8 @@ static const sa_tiles avx2 = {
     .d = {SA_AVX2_LANES, SA_QK8_0},
     .kc = {SA_AVX2_KC},
     .dv = {SA_AVX2_LANES, (SA_AVX2_WSUM_NV * SA_AVX2_LANES), SA_AVX2_WSUM_CG},
-    .chunk = {SA_AVX2_DECODE_CHUNK},
+    /* decode: its chunk, and its value sums' f32 sub-block */
+    .chunk = {SA_AVX2_DECODE_CHUNK, SA_AVX2_WSUM_KB},
 };
 #endif
 

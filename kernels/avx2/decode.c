@@ -5,10 +5,24 @@
  *
  * kernels/avx512/decode.c gives the reasons for the shape: decode is a
  * stream, each K and V byte used by the m rows of one call, so a chunk's
- * scores stay in an L1 tile on the stack (16 x CHUNK floats) instead of
- * going to L2 and back between three kernels, and the two streams are
- * software-pipelined: the dot products of a chunk prefetch its V rows, the
- * first value-sum pass prefetches the next chunk's K rows.
+ * scores stay in a tile on the stack (16 x CHUNK floats) instead of going
+ * to L2 and back between three kernels.
+ *
+ * The stream (0.8): a chunk reads its K rows, then its V rows, then the
+ * next chunk's K rows, and one cursor names their 64-byte lines in that
+ * order, a value-sum sub-block and 4 KiB of rows ahead of the reader (the
+ * dot products name a block's worth of rows per block of keys, the value
+ * sums a pass's share of a sub-block's rows before each pass). Until 0.8
+ * chunks were 32 keys, whose dot products prefetched the chunk's V rows
+ * and whose first value-sum pass the next chunk's K: 32 K rows then 32 V
+ * rows, two short streams each time, and from memory (m = 4, d = 128,
+ * Zen 3) it ran at 1.4-1.5x the three kernels' time on the same rows. With
+ * 256-key chunks and the cursor it runs at 1.2x, and on shuffled 16-key
+ * pages 1.6x instead of 1.9x (docs/DESIGN.md, "The decode kernel"). The
+ * value sums take a chunk in sub-blocks of KB keys (as many bytes of V as
+ * 32 f32 keys) through every pass of columns before the next, the partial
+ * sums parked on the stack between them bit for bit, as wsum does, so that
+ * a V row is read from L1 by the later passes.
  *
  * What 16 ymm registers change:
  *  - dots: score_t.c's tiles, DM = 4 rows x DN = 3 keys (2 x DN_WIDE = 4
@@ -18,9 +32,9 @@
  *  - online step: the set's own softmax_online on the chunk's tile, so its
  *    NaN and -inf rules are those of the composition by construction.
  *  - value sums: passes of RB rows x NV vectors of columns, chosen by m
- *    (tiles.h), each V row of the chunk loaded (and widened) once per pass
- *    for every row of it. The sums start at 0 and o = alpha * o + sum at
- *    the store, as wsum's beta.
+ *    (tiles.h), each V row of a sub-block loaded (and widened) once per
+ *    pass for every row of it. The sums start at 0 and o = alpha * o + sum
+ *    at the store after the last sub-block, as wsum's beta.
  * Each phase is one function per element type (and the online step one per
  * exp), called once per chunk: the 4 x 4 type pairs times 2 exps share 8
  * phase bodies instead of instantiating 32 kernels, at the cost of three
@@ -30,7 +44,8 @@
  * are left out of the score store; d and dv past their last full vector
  * (f32, f16, bf16: q8_0 rows are whole blocks) are copied through the
  * stack, never over-read (util.h says why not maskload); leftover rows run
- * the same tiles with fewer rows. Prefetches name only keys below n.
+ * the same tiles with fewer rows. The cursor names only lines of the rows
+ * of the call.
  */
 #include <immintrin.h>
 #include <sleef.h>
@@ -42,6 +57,7 @@
 #include "kernels/decode_chunks.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 #include "kernels/unroll.h"
 
 enum {
@@ -50,6 +66,8 @@ enum {
   DN = SA_AVX2_DN,
   DN_WIDE = SA_AVX2_DN_WIDE,
   RB = SA_AVX2_DECODE_RB,
+  KB = SA_AVX2_WSUM_KB,
+  CG = SA_AVX2_WSUM_CG,
 };
 
 /* A pass starts at a multiple of 8 nv columns, so with nv a power of two a
@@ -61,17 +79,44 @@ _Static_assert(POW2_TO_8(SA_AVX2_DECODE_NV1) && POW2_TO_8(SA_AVX2_DECODE_NV2) &&
                "decode's value-sum passes take 1, 2, 4 or 8 vectors");
 #undef POW2_TO_8
 
-/* Every 64-byte line of a row on its way to L2 (a zero-length row has none
- * to name). Not to L1 as widen.h's sa_prefetch_row does: there it would
- * evict the lines of the stream being read (L1 holds about a chunk of K and
- * one of V at d = 128, f32), and decode ran up to a tenth faster with
- * prefetcht1 (Sapphire Rapids, m = 1 .. 16, f32 / f16 / q8_0). */
-SA_INLINE void prefetch_row(const char *row, size_t bytes) {
-  if (!bytes)
-    return;
-  for (size_t b = 0; b < bytes; b += 64)
-    _mm_prefetch(row + b, _MM_HINT_T1);
-  _mm_prefetch(row + bytes - 1, _MM_HINT_T1);
+/* ---- the stream: the rows a chunk reads, in the order it reads them (its
+ * K rows, its V rows, the next chunk's K rows), named to the caches line by
+ * line in that order a bounded distance ahead of the reader, as
+ * kernels/prefetch.h's cursor does for rows a stride apart. */
+typedef struct stream {
+  const void *const *list[3];
+  size_t n[3], bytes[3];
+  size_t row;             /* position in the stream */
+  const char *line, *end; /* the next line of that row, one past its end */
+} stream;
+
+SA_INLINE void stream_seek(stream *st, size_t row) {
+  st->row = row;
+  st->line = st->end = NULL;
+  for (size_t s = 0; s < 3; s++) {
+    if (row < st->n[s]) {
+      const char *r = (const char *)st->list[s][row];
+      if (st->bytes[s]) {
+        st->line = (const char *)((uintptr_t)r & ~(uintptr_t)63);
+        st->end = r + st->bytes[s];
+      }
+      return;
+    }
+    row -= st->n[s];
+  }
+}
+
+SA_INLINE void stream_raise(stream *st, size_t row) {
+  if (st->row < row)
+    stream_seek(st, row);
+}
+
+SA_INLINE void stream_until(stream *st, size_t limit) {
+  while (st->line && st->row < limit) {
+    for (const char *x = st->line; x < st->end; x += 64)
+      _mm_prefetch(x, _MM_HINT_T0);
+    stream_seek(st, st->row + 1);
+  }
 }
 
 /* Values p .. p + 8 of a row of type t, widened; sc: the q8_0 block's scale
@@ -142,19 +187,17 @@ SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
 }
 
 /* The chunk's scores s[i][0..nc) for every row in blocks of dn keys, K
- * rows at k[j]; the V rows of the same keys (v[j], vrow bytes each) are
- * prefetched meanwhile. */
+ * rows at k[j]; the stream is named `ahead` rows past each block. */
 SA_INLINE void chunk_dots(sa_dtype t, size_t dn, size_t m, size_t nc, size_t d,
                           const float *q, size_t ldq, const void *const *k,
-                          const void *const *v, size_t vrow, float scale,
-                          float *s) {
+                          float scale, float *s, stream *st, size_t ahead) {
   for (size_t j0 = 0; j0 < nc; j0 += dn) {
     size_t nk = nc - j0 < dn ? nc - j0 : dn;
     const char *kr[4];
     for (size_t c = 0; c < dn; c++)
       kr[c] = k[c < nk ? j0 + c : j0];
-    for (size_t c = 0; c < nk; c++)
-      prefetch_row(v[j0 + c], vrow);
+    stream_raise(st, j0 + ahead);
+    stream_until(st, j0 + dn + ahead);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
 #define DOTS(r)                                                                \
   dots(t, r, dn, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, nk, scale)
@@ -164,25 +207,30 @@ SA_INLINE void chunk_dots(sa_dtype t, size_t dn, size_t m, size_t nc, size_t d,
   }
 }
 
-/* ---- value sums: o[r][c0 ..) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..]
- * for r < mr over nv vectors of columns, cn of them valid (full: cn is
- * 8 nv, and the column checks fold away). The first pass prefetches the
- * next chunk's K rows (nk of them at kn[j], krow bytes each), one per V
- * row used. mr, nv and full are constants at every call. */
-SA_INLINE void sums(sa_dtype t, size_t mr, size_t nv, int full, size_t nc,
+/* ---- value sums, keys in sub-blocks through every pass of columns, the
+ * partial sums parked in part (rows CG floats apart) between sub-blocks. */
+typedef struct ends {
+  int first, last;
+  float *part;
+} ends;
+
+/* o[r][c0 ..) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..] for r < mr over
+ * nv vectors of columns, cn of them valid (full: cn is 8 nv, and the column
+ * checks fold away), keys [0, nb) of a sub-block; per > 0: name `per` lines
+ * of the stream per key, up to row limit. mr, nv and full are constants at
+ * every call. */
+SA_INLINE void sums(sa_dtype t, size_t mr, size_t nv, int full, size_t nb,
                     const float *p, const void *const *v, size_t c0, size_t cn,
-                    const float *alpha, float *o, size_t ldo,
-                    const void *const *kn, size_t nk, size_t krow) {
+                    ends e, const float *alpha, float *o, size_t ldo) {
   __m256 acc[8][8];
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++)
 #pragma GCC unroll 8
     for (size_t c = 0; c < nv; c++)
-      acc[r][c] = _mm256_setzero_ps();
-  for (size_t j = 0; j < nc; j++) {
+      acc[r][c] = e.first ? _mm256_setzero_ps()
+                          : _mm256_load_ps(e.part + r * CG + 8 * c);
+  for (size_t j = 0; j < nb; j++) {
     const char *row = v[j];
-    if (j < nk)
-      prefetch_row(kn[j], krow);
     __m256 b[8], sc = _mm256_setzero_ps();
 #pragma GCC unroll 8
     for (size_t c = 0; c < nv; c++) {
@@ -211,6 +259,10 @@ SA_INLINE void sums(sa_dtype t, size_t mr, size_t nv, int full, size_t nc,
     __m256 ar = _mm256_set1_ps(alpha[r]);
 #pragma GCC unroll 8
     for (size_t c = 0; c < nv; c++) {
+      if (!e.last) {
+        _mm256_store_ps(e.part + r * CG + 8 * c, acc[r][c]);
+        continue;
+      }
       float *out = o + r * ldo + c0 + 8 * c;
       /* alpha * o rounded on its own, as wsum's beta */
       if (full || 8 * c + 8 <= cn) {
@@ -224,64 +276,95 @@ SA_INLINE void sums(sa_dtype t, size_t mr, size_t nv, int full, size_t nc,
   }
 }
 
-/* Columns [0, dv) of rows 0..mr in passes of nv vectors, the last one
- * partial when dv is not a multiple of 8 nv; the first pass (row block 0)
- * prefetches the next chunk's K. */
-SA_INLINE void row_passes(sa_dtype t, size_t mr, size_t nv, size_t nc,
-                          size_t dv, const float *p, const void *const *v,
-                          const float *alpha, float *o, size_t ldo,
-                          const void *const *kn, size_t nk, size_t krow) {
-  size_t c0 = 0;
-  for (; c0 + 8 * nv <= dv; c0 += 8 * nv, nk = 0)
-    sums(t, mr, nv, 1, nc, p, v, c0, 8 * nv, alpha, o, ldo, kn, nk, krow);
-  if (c0 < dv)
-    sums(t, mr, nv, 0, nc, p, v, c0, dv - c0, alpha, o, ldo, kn, nk, krow);
+/* Columns [g0, g0 + cw) of rows 0..mr in passes of nv vectors, the last
+ * one partial when cw is not a multiple of 8 nv; pf: before each pass, name
+ * the stream's rows up to its share of [from, to). */
+SA_INLINE void row_passes(sa_dtype t, size_t mr, size_t nv, size_t nb,
+                          size_t g0, size_t cw, const float *p,
+                          const void *const *v, ends e, const float *alpha,
+                          float *o, size_t ldo, stream *st, int pf, size_t from,
+                          size_t to) {
+  const size_t np = (cw + 8 * nv - 1) / (8 * nv);
+  size_t c0 = g0, end = g0 + cw, i = 0;
+  for (; c0 + 8 * nv <= end; c0 += 8 * nv, e.part += 8 * nv) {
+    if (pf)
+      stream_until(st, from + (to - from) * ++i / np);
+    sums(t, mr, nv, 1, nb, p, v, c0, 8 * nv, e, alpha, o, ldo);
+  }
+  if (c0 < end) {
+    if (pf)
+      stream_until(st, to);
+    sums(t, mr, nv, 0, nb, p, v, c0, end - c0, e, alpha, o, ldo);
+  }
 }
 
 /* Every row and column of the chunk: one row block for m <= 4 (as many
  * columns a pass as the registers hold beside the rows), blocks of RB rows
- * one vector wide above. */
-SA_INLINE void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv,
+ * one vector wide above; keys in sub-blocks of kb, columns in groups of
+ * CG. The first row block names the stream `ahead` rows past the V row
+ * being read (stream row nc + j). */
+SA_INLINE void chunk_sums(sa_dtype t, size_t kb, size_t m, size_t nc, size_t dv,
                           const float *p, const void *const *v,
-                          const float *alpha, float *o, size_t ldo,
-                          const void *const *kn, size_t nk, size_t krow) {
-#define PASSES(r, nv, i0)                                                      \
-  row_passes(t, r, nv, nc, dv, p + (i0)*CHUNK, v, alpha + (i0), o + (i0)*ldo,  \
-             ldo, kn, (i0) == 0 ? nk : 0, krow)
-  if (m == 1)
-    PASSES(1, SA_AVX2_DECODE_NV1, 0);
-  else if (m == 2)
-    PASSES(2, SA_AVX2_DECODE_NV2, 0);
-  else if (m == 3)
-    PASSES(3, SA_AVX2_DECODE_NV4, 0);
-  else if (m == 4)
-    PASSES(4, SA_AVX2_DECODE_NV4, 0);
-  else
-    for (size_t i0 = 0; i0 < m; i0 += RB) {
-#define BLOCK(r) PASSES(r, SA_AVX2_DECODE_NV, i0)
-      SA_UNROLL_1_8(m - i0 < RB ? m - i0 : RB, BLOCK);
+                          const float *alpha, float *o, size_t ldo, stream *st,
+                          size_t ahead) {
+  _Alignas(32) float part[SA_DECODE_ROWS * CG];
+  for (size_t g0 = 0; g0 < dv; g0 += CG) {
+    size_t cw = dv - g0 < CG ? dv - g0 : CG;
+    for (size_t j0 = 0; j0 < nc; j0 += kb) {
+      size_t nb = nc - j0 < kb ? nc - j0 : kb;
+      size_t from = nc + j0 + ahead, to = from + nb;
+      ends e = {j0 == 0, j0 + nb == nc, part};
+      stream_raise(st, from);
+#define PASSES(r, nv, i0, pf)                                                  \
+  row_passes(t, r, nv, nb, g0, cw, p + (i0)*CHUNK + j0, v + j0, e,             \
+             alpha + (i0), o + (i0)*ldo, ldo, st, (pf) && g0 == 0, from, to)
+      if (m == 1)
+        PASSES(1, SA_AVX2_DECODE_NV1, 0, 1);
+      else if (m == 2)
+        PASSES(2, SA_AVX2_DECODE_NV2, 0, 1);
+      else if (m == 3)
+        PASSES(3, SA_AVX2_DECODE_NV4, 0, 1);
+      else if (m == 4)
+        PASSES(4, SA_AVX2_DECODE_NV4, 0, 1);
+      else
+        for (size_t i0 = 0; i0 < m; i0 += RB) {
+          e.part = part + i0 * CG;
+#define BLOCK(r) PASSES(r, SA_AVX2_DECODE_NV, i0, i0 == 0)
+          SA_UNROLL_1_8(m - i0 < RB ? m - i0 : RB, BLOCK);
 #undef BLOCK
-    }
+        }
 #undef PASSES
+    }
+  }
 }
 
 /* ---- one phase function per type, and the chunk loop */
 
+/* Keys a value-sum sub-block: 16 KiB of V at dv = 128, whatever its type. */
+static size_t sub_block(sa_dtype t) {
+  return t == SA_Q8_0 ? 4 * KB : t == SA_F32 ? KB : 2 * KB;
+}
+
+typedef void (*dots_fn)(size_t m, size_t nc, size_t d, const float *q,
+                        size_t ldq, const void *const *k, float scale, float *s,
+                        stream *st, size_t ahead);
+typedef void (*sums_fn)(size_t m, size_t nc, size_t dv, const float *p,
+                        const void *const *v, const float *alpha, float *o,
+                        size_t ldo, stream *st, size_t ahead);
+
 #define PHASES(T, name)                                                        \
   static void dots_##name(size_t m, size_t nc, size_t d, const float *q,       \
-                          size_t ldq, const void *const *k,                    \
-                          const void *const *v, size_t vrow, float scale,      \
-                          float *s) {                                          \
+                          size_t ldq, const void *const *k, float scale,       \
+                          float *s, stream *st, size_t ahead) {                \
     if (m <= SA_AVX2_DOTS_M_WIDE)                                              \
-      chunk_dots(T, DN_WIDE, m, nc, d, q, ldq, k, v, vrow, scale, s);          \
+      chunk_dots(T, DN_WIDE, m, nc, d, q, ldq, k, scale, s, st, ahead);        \
     else                                                                       \
-      chunk_dots(T, DN, m, nc, d, q, ldq, k, v, vrow, scale, s);               \
+      chunk_dots(T, DN, m, nc, d, q, ldq, k, scale, s, st, ahead);             \
   }                                                                            \
   static void sums_##name(size_t m, size_t nc, size_t dv, const float *p,      \
                           const void *const *v, const float *alpha, float *o,  \
-                          size_t ldo, const void *const *kn, size_t nk,        \
-                          size_t krow) {                                       \
-    chunk_sums(T, m, nc, dv, p, v, alpha, o, ldo, kn, nk, krow);               \
+                          size_t ldo, stream *st, size_t ahead) {              \
+    chunk_sums(T, sub_block(T), m, nc, dv, p, v, alpha, o, ldo, st, ahead);    \
   }
 PHASES(SA_F32, f32)
 PHASES(SA_F16, f16)
@@ -289,29 +372,52 @@ PHASES(SA_BF16, bf16)
 PHASES(SA_Q8_0, q8_0)
 #undef PHASES
 
-static sa_decode_dots_fn dots_for(sa_dtype t) {
+static dots_fn dots_for(sa_dtype t) {
   return t == SA_F16    ? dots_f16
          : t == SA_BF16 ? dots_bf16
          : t == SA_Q8_0 ? dots_q8_0
                         : dots_f32;
 }
 
-static sa_decode_sums_fn sums_for(sa_dtype t) {
+static sums_fn sums_for(sa_dtype t) {
   return t == SA_F16    ? sums_f16
          : t == SA_BF16 ? sums_bf16
          : t == SA_Q8_0 ? sums_q8_0
                         : sums_f32;
 }
 
-_Static_assert(CHUNK <= SA_DECODE_CHUNK_MAX, "decode's lists hold a chunk");
-
 static void decode(size_t m, size_t n, size_t d, size_t dv, const float *q,
                    size_t ldq, sa_decode_src k, sa_dtype kt, sa_decode_src v,
                    sa_dtype vt, float scale, float *mx, float *l, float *o,
                    size_t ldo, sa_softmax_online_fn online) {
   _Alignas(32) float s[SA_DECODE_ROWS * CHUNK];
-  sa_decode_chunks(CHUNK, s, dots_for(kt), online, sums_for(vt), m, n, d, dv, q,
-                   ldq, &k, kt, &v, vt, scale, mx, l, o, ldo);
+  float alpha[SA_DECODE_ROWS];
+  const void *kbuf[2][CHUNK], *vbuf[CHUNK];
+  const size_t krow = sa_decode_row_bytes(kt, d);
+  const size_t vrow = sa_decode_row_bytes(vt, dv);
+  const size_t row = krow > vrow ? krow : vrow;
+  /* a value-sum sub-block and 4 KiB of rows ahead of the reader */
+  const size_t ahead = sub_block(vt) + sa_prefetch_rows_ahead(row, 4096);
+  const dots_fn dots_kt = dots_for(kt);
+  const sums_fn sums_vt = sums_for(vt);
+  const void *const *kr =
+      sa_decode_rows_at(&k, 0, n < CHUNK ? n : CHUNK, kbuf[0]);
+  size_t pos = 0;
+  for (size_t j0 = 0, b = 0; j0 < n; j0 += CHUNK, b ^= 1) {
+    size_t nc = n - j0 < CHUNK ? n - j0 : CHUNK;
+    size_t rest = n - j0 - nc, nk = rest < CHUNK ? rest : CHUNK;
+    const void *const *vr = sa_decode_rows_at(&v, j0, nc, vbuf);
+    const void *const *kn = sa_decode_rows_at(&k, j0 + nc, nk, kbuf[b ^ 1]);
+    stream st = {{kr, vr, kn}, {nc, nc, nk}, {krow, vrow, krow}, 0, 0, 0};
+    stream_seek(&st, pos);
+    if (j0 == 0) /* the call's first rows, which nothing named before */
+      stream_until(&st, ahead);
+    dots_kt(m, nc, d, q, ldq, kr, scale, s, &st, ahead);
+    online(m, nc, s, CHUNK, NULL, mx, l, alpha);
+    sums_vt(m, nc, dv, s, vr, alpha, o, ldo, &st, ahead);
+    pos = st.row > 2 * nc ? st.row - 2 * nc : 0;
+    kr = kn;
+  }
 }
 
 SA_DECODE_ENTRIES(avx2_sleef, decode, sa_softmax_online__avx2_sleef)
