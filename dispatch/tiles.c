@@ -50,16 +50,13 @@ static const sa_tiles avx2 = {
 static const sa_tiles avx512 = {
     .m = {SA_AVX512_MR, SA_AVX512_DM, SA_AVX512_WSUM_MR, SA_AVX512_BF16_MR},
     .m_cut = {SA_AVX512_DOTS_M, SA_AVX512_BF16_DOTS_M},
-    /* wsum_t's sub-blocks are 2 KB (f16, bf16) and 4 KB (q8_0) keys */
-    .n = {SA_AVX512_NR, SA_AVX512_DN, SA_AVX512_BF16_NR, SA_AVX512_WSUM_KB,
-          2 * SA_AVX512_WSUM_KB, 4 * SA_AVX512_WSUM_KB},
+    .n = {SA_AVX512_NR, SA_AVX512_DN, SA_AVX512_BF16_NR},
     /* softmax_impl.h's row max takes 4 vectors a step, exp and sum 2 */
     .row = {SA_AVX512_LANES, 2 * SA_AVX512_LANES, 4 * SA_AVX512_LANES},
     /* score_t's and score_bf16's dot products take 32 values of d a step */
     .d = {SA_AVX512_LANES, SA_QK8_0},
     .kc = {SA_AVX512_KC, SA_AVX512_BF16_KC},
-    .dv = {SA_AVX512_LANES, (SA_AVX512_WSUM_NV * SA_AVX512_LANES),
-           SA_AVX512_WSUM_CG},
+    .dv = {SA_AVX512_LANES, (SA_AVX512_WSUM_NV * SA_AVX512_LANES)},
     .chunk = {SA_AVX512_DECODE_CHUNK},
 };
 #endif

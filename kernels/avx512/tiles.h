@@ -23,8 +23,6 @@ enum {
   SA_AVX512_BF16_DOTS_M = 8, /*   dot products for m <= this */
   SA_AVX512_WSUM_MR = 8,     /* wsum and wsum_t: rows x vectors of columns */
   SA_AVX512_WSUM_NV = 2,
-  SA_AVX512_WSUM_KB = 32,      /*   keys a sub-block, through every column */
-  SA_AVX512_WSUM_CG = 128,     /*   of a group of CG columns before the next */
   SA_AVX512_DECODE_CHUNK = 64, /* decode: keys a chunk (32 KiB of f32 K at
                                   d = 128; 32 and 128 measured no better) */
 };
