@@ -31,7 +31,9 @@ static int nsets;
 
 /* Big guarded regions, reused: a matrix is placed so its last float is the
  * region's last float before the guard page. */
-#define POOL_FLOATS (1u << 18)
+/* room for the largest swept case: n up to 2 x 128 + 1 keys (wsum's
+ * sub-blocks) with d up to 2 x 512 + 1 (avx512bf16's panel) */
+#define POOL_FLOATS (1u << 20)
 enum { Q, K, S, R, V, O, O0, NPOOL };
 static guarded pool[NPOOL];
 

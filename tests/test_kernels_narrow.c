@@ -27,7 +27,9 @@
 static const sa_kernel_set *oracle, *sets[MAX_SETS];
 static int nsets;
 
-#define POOL_FLOATS (1u << 18)
+/* room for the largest swept case: n up to 2 x 128 + 1 keys (wsum's
+ * sub-blocks) with d up to 2 x 512 + 1 (avx512bf16's panel) */
+#define POOL_FLOATS (1u << 20)
 enum { QN, KN, PF, OF, RF, WQ, WK, NPOOL };
 static guarded pool[NPOOL];
 
@@ -38,12 +40,22 @@ static size_t units(sa_dtype t, size_t d) { return t == SA_Q8_0 ? d / 32 : d; }
 
 /* A narrow rows x d matrix, ld units apart, ending at the slot's guard;
  * its values rounded from uniform(lo, hi), row gaps 0x7f bytes. */
+/* The last `bytes` bytes of a slot, up against its guard page (a case
+ * that does not fit is a bug of the test, not of a kernel). */
+static void *pool_tail(int slot, size_t bytes) {
+  if (bytes > POOL_FLOATS * sizeof(float)) {
+    fprintf(stderr, "test_kernels_narrow: case too large for the pool\n");
+    exit(2);
+  }
+  return (char *)(pool[slot].p + POOL_FLOATS) - bytes;
+}
+
 static void *narrow_at(int slot, sa_dtype t, size_t rows, size_t d, int wide,
                        size_t *ld, float lo, float hi) {
   size_t u = sa_dtype_unit(t), row = units(t, d);
   *ld = row + (wide ? t_range(1, 3) : 0);
   size_t bytes = ((rows - 1) * *ld + row) * u;
-  char *base = (char *)(pool[slot].p + POOL_FLOATS) - bytes;
+  char *base = pool_tail(slot, bytes);
   memset(base, 0x7f, bytes);
   float x[32];
   for (size_t i = 0; i < rows; i++) {
@@ -81,7 +93,7 @@ static float *floats_at(int slot, size_t rows, size_t cols, int wide,
                         size_t *ld) {
   *ld = cols + (wide ? t_range(1, 5) : 0);
   size_t n = (rows - 1) * *ld + cols;
-  float *base = pool[slot].p + (POOL_FLOATS - n);
+  float *base = pool_tail(slot, n * sizeof(float));
   for (size_t i = 0; i < n; i++)
     base[i] = NAN;
   return base;
@@ -111,7 +123,7 @@ static void score_case(sa_dtype t, size_t m, size_t n, size_t d) {
   /* Q: bf16 values, so that score_bf16 sees the same numbers */
   const void *q16 = narrow_at(QN, SA_BF16, m, d, !wide, &ldq16, -1, 1);
   ldq = ldq16 + 1;
-  float *q = pool[PF].p + (POOL_FLOATS - ((m - 1) * ldq + d));
+  float *q = pool_tail(PF, ((m - 1) * ldq + d) * sizeof(float));
   for (size_t i = 0; i < m; i++)
     for (size_t p = 0; p < d; p++)
       q[i * ldq + p] =
