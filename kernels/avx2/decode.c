@@ -415,8 +415,11 @@ static void decode(size_t m, size_t n, size_t d, size_t dv, const float *q,
     const void *const *kn = sa_decode_rows_at(&k, j0 + nc, nk, kbuf[b ^ 1]);
     stream st = {{kr, vr, kn}, {nc, nc, nk}, {krow, vrow, krow}, 0, 0, 0};
     stream_seek(&st, pos);
-    if (j0 == 0) /* the call's first rows, which nothing named before */
-      stream_until(&st, ahead);
+    /* the rows up to `ahead` that nothing named before: the call's first,
+     * and the V rows of a last chunk shorter than `ahead`, which the
+     * previous chunk's stream did not reach (a full chunk's are named
+     * already, and this names nothing) */
+    stream_until(&st, ahead);
     dots_kt(m, nc, d, q, ldq, kr, scale, s, &st, ahead);
     online(m, nc, s, CHUNK, NULL, mx, l, alpha);
     sums_vt(m, nc, dv, s, vr, alpha, o, ldo, &st, ahead);
