@@ -54,6 +54,7 @@
 #include "kernels/avx2/tiles.h"
 #include "kernels/avx2/util.h"
 #include "kernels/avx2/widen.h"
+#include "kernels/avx2/wsum_ends.h"
 #include "kernels/decode_chunks.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
@@ -211,11 +212,8 @@ SA_INLINE void chunk_dots(sa_dtype t, size_t dn, size_t m, size_t nc, size_t d,
 }
 
 /* ---- value sums, keys in sub-blocks through every pass of columns, the
- * partial sums parked in part (rows CG floats apart) between sub-blocks. */
-typedef struct ends {
-  int first, last;
-  float *part;
-} ends;
+ * partial sums parked in part (rows CG floats apart) between sub-blocks
+ * (wsum_ends.h, as wsum does). */
 
 /* o[r][c0 ..) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..] for r < mr over
  * nv vectors of columns, cn of them valid (full: cn is 8 nv, and the column
@@ -226,14 +224,13 @@ typedef struct ends {
  * and full are constants at every call. */
 SA_INLINE void sums(sa_dtype t, size_t mr, size_t nv, int full, size_t nb,
                     const float *p, const void *const *v, size_t c0, size_t cn,
-                    ends e, const float *alpha, float *o, size_t ldo) {
+                    sa_wsum_ends e, const float *alpha, float *o, size_t ldo) {
   __m256 acc[8][8];
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++)
 #pragma GCC unroll 8
     for (size_t c = 0; c < nv; c++)
-      acc[r][c] = e.first ? _mm256_setzero_ps()
-                          : _mm256_load_ps(e.part + r * CG + 8 * c);
+      acc[r][c] = sa_wsum_start(e, r, c);
   for (size_t j = 0; j < nb; j++) {
     const char *row = v[j];
     __m256 b[8], sc = _mm256_setzero_ps();
@@ -260,25 +257,15 @@ SA_INLINE void sums(sa_dtype t, size_t mr, size_t nv, int full, size_t nb,
     }
   }
 #pragma GCC unroll 8
-  for (size_t r = 0; r < mr; r++) {
-    __m256 ar = _mm256_set1_ps(alpha[r]);
+  for (size_t r = 0; r < mr; r++)
 #pragma GCC unroll 8
     for (size_t c = 0; c < nv; c++) {
-      if (!e.last) {
-        _mm256_store_ps(e.part + r * CG + 8 * c, acc[r][c]);
-        continue;
-      }
-      float *out = o + r * ldo + c0 + 8 * c;
-      /* alpha * o rounded on its own, as wsum's beta */
-      if (full || 8 * c + 8 <= cn) {
-        __m256 x = _mm256_mul_ps(ar, _mm256_loadu_ps(out));
-        _mm256_storeu_ps(out, _mm256_add_ps(x, acc[r][c]));
-      } else if (8 * c < cn) {
-        __m256 x = _mm256_mul_ps(ar, sa_load8_part(out, cn - 8 * c));
-        sa_store8_part(out, cn - 8 * c, _mm256_add_ps(x, acc[r][c]));
-      }
+      /* columns of this vector in o: vectors past cn are parked, never
+       * stored */
+      size_t w = full || 8 * c + 8 <= cn ? 8 : 8 * c < cn ? cn - 8 * c : 0;
+      if (!e.last || w)
+        sa_wsum_finish(e, r, c, alpha, o + r * ldo + c0 + 8 * c, w, acc[r][c]);
     }
-  }
 }
 
 /* Columns [g0, g0 + cw) of rows 0..mr in passes of nv vectors, the last
@@ -286,9 +273,9 @@ SA_INLINE void sums(sa_dtype t, size_t mr, size_t nv, int full, size_t nb,
  * the stream's rows up to its share of [from, to). */
 SA_INLINE void row_passes(sa_dtype t, size_t mr, size_t nv, size_t nb,
                           size_t g0, size_t cw, const float *p,
-                          const void *const *v, ends e, const float *alpha,
-                          float *o, size_t ldo, stream *st, int pf, size_t from,
-                          size_t to) {
+                          const void *const *v, sa_wsum_ends e,
+                          const float *alpha, float *o, size_t ldo, stream *st,
+                          int pf, size_t from, size_t to) {
   const size_t np = (cw + 8 * nv - 1) / (8 * nv);
   size_t c0 = g0, end = g0 + cw, i = 0;
   for (; c0 + 8 * nv <= end; c0 += 8 * nv, e.part += 8 * nv) {
@@ -318,8 +305,9 @@ SA_INLINE void chunk_sums(sa_dtype t, size_t kb, size_t m, size_t nc, size_t dv,
     for (size_t j0 = 0; j0 < nc; j0 += kb) {
       size_t nb = nc - j0 < kb ? nc - j0 : kb;
       size_t from = nc + j0 + ahead, to = from + nb;
-      ends e = {j0 == 0, j0 + nb == nc, part};
-      stream_raise(st, from);
+      sa_wsum_ends e = {j0 == 0, j0 + nb == nc, part};
+      if (g0 == 0) /* later groups name nothing */
+        stream_raise(st, from);
 #define PASSES(r, nv, i0, pf)                                                  \
   row_passes(t, r, nv, nb, g0, cw, p + (i0)*CHUNK + j0, v + j0, e,             \
              alpha + (i0), o + (i0)*ldo, ldo, st, (pf) && g0 == 0, from, to)

@@ -1,7 +1,9 @@
 /*
  * The two ends of a wsum tile over one key sub-block, shared by wsum.c (f32
  * V) and wsum_t.c (narrow V), whose tiles differ only in how a V row is
- * loaded: the sums start at 0 (the first sub-block) or from the partial
+ * loaded, and by decode.c's value sums (alpha in beta's place, over its
+ * own register tiles: the per-vector sa_wsum_start and sa_wsum_finish).
+ * The sums start at 0 (the first sub-block) or from the partial
  * sums parked on the stack, and end parked again or, after the last
  * sub-block, in o as o = beta * o + sum (beta * o rounded on its own, as
  * the oracle does: an FMA there would differ from it by an ulp of beta * o,
@@ -45,14 +47,35 @@ sa_wsum_store(float *x, size_t cols, __m256 y) {
     sa_store8_part(x, cols, y);
 }
 
+/* Row r's vector c of a tile's sums as the sub-block starts. */
+static inline __attribute__((always_inline)) __m256
+sa_wsum_start(sa_wsum_ends e, size_t r, size_t c) {
+  return e.first ? _mm256_setzero_ps()
+                 : _mm256_loadu_ps(e.part + r * SA_WSUM_CG + 8 * c);
+}
+
+/* Row r's vector c, x, as the sub-block ends: parked, or (the last) the
+ * first w floats of out = beta[r] * out + x (beta NULL: out = x). */
+static inline __attribute__((always_inline)) void
+sa_wsum_finish(sa_wsum_ends e, size_t r, size_t c, const float *beta,
+               float *out, size_t w, __m256 x) {
+  if (!e.last) {
+    _mm256_storeu_ps(e.part + r * SA_WSUM_CG + 8 * c, x);
+    return;
+  }
+  if (beta)
+    x = _mm256_add_ps(
+        _mm256_mul_ps(_mm256_set1_ps(beta[r]), sa_wsum_load(out, w)), x);
+  sa_wsum_store(out, w, x);
+}
+
 static inline __attribute__((always_inline)) void
 sa_wsum_begin(size_t mr, size_t nv, sa_wsum_ends e,
               __m256 acc[SA_WSUM_MR][SA_WSUM_NV]) {
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++)
     for (size_t c = 0; c < nv; c++)
-      acc[r][c] = e.first ? _mm256_setzero_ps()
-                          : _mm256_loadu_ps(e.part + r * SA_WSUM_CG + 8 * c);
+      acc[r][c] = sa_wsum_start(e, r, c);
 }
 
 /* Columns [0, 8 (nv - 1) + cols) of mr rows of o (ldo apart). */
@@ -62,19 +85,9 @@ sa_wsum_end(size_t mr, size_t nv, size_t cols, sa_wsum_ends e,
             __m256 acc[SA_WSUM_MR][SA_WSUM_NV]) {
 #pragma GCC unroll 6
   for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < nv; c++) {
-      if (!e.last) {
-        _mm256_storeu_ps(e.part + r * SA_WSUM_CG + 8 * c, acc[r][c]);
-        continue;
-      }
-      float *out = o + r * ldo + 8 * c;
-      size_t w = c + 1 < nv ? 8 : cols;
-      __m256 x = acc[r][c];
-      if (beta)
-        x = _mm256_add_ps(
-            _mm256_mul_ps(_mm256_set1_ps(beta[r]), sa_wsum_load(out, w)), x);
-      sa_wsum_store(out, w, x);
-    }
+    for (size_t c = 0; c < nv; c++)
+      sa_wsum_finish(e, r, c, beta, o + r * ldo + 8 * c, c + 1 < nv ? 8 : cols,
+                     acc[r][c]);
 }
 
 #endif /* SA_AVX2_WSUM_ENDS_H */
