@@ -73,6 +73,9 @@ void sa_bench_register_attention(void);
 /* ------------------------------------------------ utils: bench_util.c */
 
 /* 64-byte aligned, zeroed; aborts on failure. Free with sa_bench_free. */
+/* Seconds on the clock the rows are timed with (sa_bench_timing): the
+ * thread's CPU time with one thread, else monotonic wall time. */
+double sa_bench_now(void);
 float *sa_bench_alloc(size_t floats);
 void sa_bench_free(float *p);
 /* Deterministic values uniform in [-amp, amp). */

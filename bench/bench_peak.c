@@ -49,23 +49,15 @@ static void init_peaks(void) {
   peaks_init = 1;
 }
 
-/* The same clock the rows are timed with (sa_bench_timing). */
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(
-      sa_bench_cfg.threads > 1 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Best of five ~5 ms runs: enough for a percentage column. */
 static double measure_fma(const sa_peak_probe *p) {
   float sink;
   double best = 0;
   uint64_t reps = 1 << 14;
   for (int t = 0; t < 5; t++) {
-    double t0 = now_s();
+    double t0 = sa_bench_now();
     uint64_t flops = p->fn(reps, &sink);
-    double dt = now_s() - t0;
+    double dt = sa_bench_now() - t0;
     sa_bench_do_not_optimize(&sink);
     if (dt < 2e-3) {
       reps *= 4;
@@ -141,8 +133,8 @@ static void bm_fma(sa_bench_state *st, void *arg) {
    * running clock before the first timed probe. */
   static int warm;
   if (!warm) {
-    double t0 = now_s();
-    while (now_s() - t0 < 0.05)
+    double t0 = sa_bench_now();
+    while (sa_bench_now() - t0 < 0.05)
       p->fn(1 << 16, &sink);
     warm = 1;
   }

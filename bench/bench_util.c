@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench/bench.h"
 
@@ -16,6 +17,13 @@ sa_bench_config sa_bench_cfg = {
     .mem_bytes = (size_t)1 << 30,
     .decode_bytes = (size_t)512 << 20,
 };
+
+double sa_bench_now(void) {
+  struct timespec t;
+  clock_gettime(
+      sa_bench_cfg.threads > 1 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 float *sa_bench_alloc(size_t floats) {
   size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
