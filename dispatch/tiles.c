@@ -50,13 +50,16 @@ static const sa_tiles avx2 = {
 static const sa_tiles avx512 = {
     .m = {SA_AVX512_MR, SA_AVX512_DM, SA_AVX512_WSUM_MR, SA_AVX512_BF16_MR},
     .m_cut = {SA_AVX512_DOTS_M, SA_AVX512_BF16_DOTS_M},
-    .n = {SA_AVX512_NR, SA_AVX512_DN, SA_AVX512_BF16_NR},
+    /* wsum_t's sub-blocks are 2 KB (f16, bf16) and 4 KB (q8_0) keys */
+    .n = {SA_AVX512_NR, SA_AVX512_DN, SA_AVX512_BF16_NR, SA_AVX512_WSUM_KB,
+          2 * SA_AVX512_WSUM_KB, 4 * SA_AVX512_WSUM_KB},
     /* softmax_impl.h's row max takes 4 vectors a step, exp and sum 2 */
     .row = {SA_AVX512_LANES, 2 * SA_AVX512_LANES, 4 * SA_AVX512_LANES},
     /* score_t's and score_bf16's dot products take 32 values of d a step */
     .d = {SA_AVX512_LANES, SA_QK8_0},
     .kc = {SA_AVX512_KC, SA_AVX512_BF16_KC},
-    .dv = {SA_AVX512_LANES, (SA_AVX512_WSUM_NV * SA_AVX512_LANES)},
+    .dv = {SA_AVX512_LANES, (SA_AVX512_WSUM_NV * SA_AVX512_LANES),
+           SA_AVX512_WSUM_CG},
     .chunk = {SA_AVX512_DECODE_CHUNK},
 };
 #endif

@@ -1,6 +1,7 @@
 /*
  * A prefetch cursor for the kernels that stream rows from memory with few
- * query rows (avx2's score dot products and wsum, f32 and narrow):
+ * query rows (avx2's and avx512's score dot products and wsum, f32 and
+ * narrow):
  * it names the 64-byte lines of rows [0, n) once each, in address order,
  * row after row, a bounded number of rows ahead of the reader, a few lines
  * at a time as the reader goes.

@@ -16,10 +16,20 @@
  * the hardware prefetchers do not follow, so K comes from memory at a third
  * of its bandwidth. There, blocked dot products read K rows as they lie:
  * DM rows x DN keys of vector accumulators over d, one transposed reduction
- * giving the DM x DN sums in one vector, and a prefetch PF keys ahead. K
- * reaches memory bandwidth, and the dots are as fast as the GEMM up to
- * m = 24 from cache (measured on Zen 5, n = 256, d = 128); DOTS_M keeps a
- * margin below that.
+ * giving the DM x DN sums in one vector, and K's lines prefetched in
+ * address order a few keys ahead (kernels/prefetch.h): one 64-byte line
+ * per key per step of 16 values, the rate the tile reads them. The dots
+ * are as fast as the GEMM up to m = 24 from cache (measured on Zen 5,
+ * n = 256, d = 128); DOTS_M keeps a margin below that.
+ *
+ * Why the cursor (0.8): until then the tile prefetched each of its DN rows
+ * PF = 8 keys ahead as it read them, hopping between rows. On avx2 that
+ * pattern streamed K from memory well below the rate of naming the same
+ * lines once each, ascending (docs/DESIGN.md, "Streaming K and V from
+ * memory"). On Zen 5 (one core, K and V from memory, 32 query heads over
+ * 8 KV heads, 4096 keys) the cursor alone made f32 decode 1.15x as fast,
+ * and 1.24-1.50x with wsum.c's sub-blocks; on a Sapphire Rapids Xeon the
+ * same pair was level (0.98x), its decode already near its read probe.
  *
  * Tails: GEMM: keys past n are packed as zeros and their lanes masked off at
  * the store; leftover rows run the same tile with fewer rows; d longer than
@@ -34,11 +44,11 @@
 #include "kernels/avx512/tiles.h"
 #include "kernels/avx512/util.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 #include "kernels/unroll.h"
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX512_KC };
 enum { DOTS_M = SA_AVX512_DOTS_M, DM = SA_AVX512_DM, DN = SA_AVX512_DN };
-enum { PF = 8 };
 
 /* 16 keys x 16 values of d -> 16 panel rows of 16 keys. Keys at or past nk
  * and values at or past np are read as 0 without touching memory. */
@@ -86,12 +96,14 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
   }
 }
 
-/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= DN, while the lines
- * of pk[] (keys PF further on) are prefetched. mr is a constant at every
- * call, so acc lives in registers. */
+/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= DN, while pf (if
+ * any) names K's lines up to row `limit`, DN a step of 16 values: a line
+ * per key per 64 bytes of d, the rate the tile reads them. mr is a
+ * constant at every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
 dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
-     const float *const *pk, float *s, size_t lds, size_t nk, float scale) {
+     sa_prefetcher *pf, size_t limit, float *s, size_t lds, size_t nk,
+     float scale) {
   __m512 acc[DM][DN];
 #pragma GCC unroll 4
   for (size_t r = 0; r < mr; r++)
@@ -101,7 +113,8 @@ dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
   for (; p + 16 <= d; p += 16) {
     __m512 b[DN];
     for (size_t c = 0; c < DN; c++) {
-      _mm_prefetch((const char *)(pk[c] + p), _MM_HINT_T0);
+      if (pf)
+        sa_prefetch_next(pf, limit, 0);
       b[c] = _mm512_loadu_ps(kr[c] + p);
     }
 #pragma GCC unroll 4
@@ -126,24 +139,26 @@ dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
   sa_dots_store(mr, acc, scale, s, lds, nk);
 }
 
+/* Keys in blocks of DN, each block against every row in blocks of DM; the
+ * first row block trickles the cursor, 4 KiB of rows ahead. */
 static void score_dots(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                        const float *k, size_t ldk, float scale, float *s,
                        size_t lds) {
+  const size_t ahead = sa_prefetch_rows_ahead(d * sizeof(float), 4096);
+  sa_prefetcher pf =
+      sa_prefetcher_at(k, ldk * sizeof(float), d * sizeof(float), n, ahead);
   for (size_t j0 = 0; j0 < n; j0 += DN) {
     size_t nk = n - j0 < DN ? n - j0 : DN;
-    const float *kr[DN], *pk[DN];
-    for (size_t c = 0; c < DN; c++) {
-      size_t ahead = j0 + c + PF < n ? j0 + c + PF : n - 1;
+    const float *kr[DN];
+    for (size_t c = 0; c < DN; c++)
       kr[c] = k + (c < nk ? j0 + c : j0) * ldk;
-      pk[c] = k + ahead * ldk;
-    }
+    sa_prefetcher_raise(&pf, j0 + ahead);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
+      /* later row blocks find these keys in cache */
+      sa_prefetcher *pi = i0 == 0 ? &pf : NULL;
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;
-      /* later row blocks find these keys in cache: "prefetch" them instead
-       * of fetching the ones ahead again */
-      const float *const *pi = i0 == 0 ? pk : kr;
-#define DOTS(r) dots(r, d, qi, ldq, kr, pi, si, lds, nk, scale)
+#define DOTS(r) dots(r, d, qi, ldq, kr, pi, j0 + DN + ahead, si, lds, nk, scale)
       SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
 #undef DOTS
     }

@@ -12,18 +12,30 @@
  *
  * Dots (decode): K rows are read as they lie, 32 values (one 64-byte line
  * of f16 / bf16, one q8_0 block) per key and step, widened once and used by
- * every row of the DM-row block; a prefetch runs PF = 16 keys ahead, as many
- * bytes as score.c's 8 f32 keys at d = 128 (measured best). The narrow
- * row is half (a quarter) of the f32 bytes, so K takes fewer seconds to
- * stream. q8_0 is dequantised (int8 * scale, exact) rather than summed per
- * block and scaled: the scale is then paid once per key and block, not per
- * row. At m = 4, d = 128 the FMAs alone take about as long as a q8_0 block
- * takes to arrive, so q8_0 runs near the compute bound, not the memory one.
+ * every row of the DM-row block. The narrow row is half (a quarter) of the
+ * f32 bytes, so K takes fewer seconds to stream. q8_0 is dequantised
+ * (int8 * scale, exact) rather than summed per block and scaled: the scale
+ * is then paid once per key and block, not per row. At m = 4, d = 128 the
+ * FMAs alone take about as long as a q8_0 block takes to arrive, so q8_0
+ * runs near the compute bound, not the memory one.
+ *
+ * K's rows are prefetched a key block at a time, whole and in address
+ * order, 4 KiB of rows ahead (kernels/prefetch.h): more keys ahead than
+ * score.c, since a narrow row is fewer bytes and the prefetch must still
+ * run as far ahead in time, and in one burst per block rather than
+ * score.c's line a step, since these kernels are nearer bound by their
+ * instructions. That is avx2's score_t since 0.8, chosen from the avx2
+ * measurements (docs/DESIGN.md, "Streaming K and V from memory"); until
+ * then this kernel prefetched each of its DN rows PF = 16 keys ahead as it
+ * read them, hopping between rows. With wsum_t's sub-blocks, on Zen 5
+ * (one core, cache from memory): f16 and bf16 KV decode 1.05-1.10x as
+ * fast, q8_0 level (0.95-1.00x: bound by its instructions).
  *
  * Tails as score.c: GEMM keys past n are packed as zeros and masked off at
  * the store, d past KC is summed in chunks through s; dots' missing keys
  * re-read the block's first key, left out of the store. d past its end is
- * read masked (f16 / bf16; q8_0 has whole blocks).
+ * read masked (f16 / bf16; q8_0 has whole blocks). d = 0 takes the dots
+ * too: no value is read and no line named (a row of 0 bytes), s = 0.
  */
 #include <immintrin.h>
 
@@ -32,11 +44,11 @@
 #include "kernels/avx512/util.h"
 #include "kernels/avx512/widen.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 #include "kernels/unroll.h"
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX512_KC };
 enum { DOTS_M = SA_AVX512_DOTS_M, DM = SA_AVX512_DM, DN = SA_AVX512_DN };
-enum { PF = 16 };
 
 #define AI static inline __attribute__((always_inline))
 
@@ -103,11 +115,11 @@ AI void dots_step(size_t mr, const float *q, size_t ldq, size_t p, size_t rem,
   }
 }
 
-/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= DN, prefetching
- * the rows pk[] (keys PF further on). mr a constant. */
+/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= DN. mr a
+ * constant. */
 AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
-             const char *const *kr, const char *const *pk, float *s, size_t lds,
-             size_t nk, float scale) {
+             const char *const *kr, float *s, size_t lds, size_t nk,
+             float scale) {
   __m512 acc[DM][DN];
 #pragma GCC unroll 4
   for (size_t r = 0; r < mr; r++)
@@ -116,10 +128,8 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
   size_t p = 0;
   for (; p + 32 <= d; p += 32) {
     __m512 b[DN][2];
-    for (size_t c = 0; c < DN; c++) {
-      _mm_prefetch(pk[c] + sa_widen_offset(t, p), _MM_HINT_T0);
+    for (size_t c = 0; c < DN; c++)
       sa_widen32(t, kr[c], p, 32, &b[c][0], &b[c][1]);
-    }
     dots_step(mr, q, ldq, p, 32, b, acc);
   }
   if (p < d) {
@@ -131,24 +141,28 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
   sa_dots_store(mr, acc, scale, s, lds, nk);
 }
 
+/* Keys in blocks of DN, each block against every row in blocks of DM; the
+ * cursor names each block's rows 4 KiB of rows ahead before the block. */
 AI void score_dots(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
                    size_t ldq, const void *k, size_t ldk, float scale, float *s,
                    size_t lds) {
   const char *kb = k;
   const size_t ldkb = ldk * sa_widen_unit(t);
+  /* bytes a row's d values take (q8_0: d / 32 blocks; d = 0: none) */
+  const size_t rowb = sa_widen_offset(t, d);
+  const size_t ahead = sa_prefetch_rows_ahead(rowb, 4096);
+  sa_prefetcher pf = sa_prefetcher_at(kb, ldkb, rowb, n, ahead);
   for (size_t j0 = 0; j0 < n; j0 += DN) {
     size_t nk = n - j0 < DN ? n - j0 : DN;
-    const char *kr[DN], *pk[DN];
-    for (size_t c = 0; c < DN; c++) {
-      size_t ahead = j0 + c + PF < n ? j0 + c + PF : n - 1;
+    const char *kr[DN];
+    for (size_t c = 0; c < DN; c++)
       kr[c] = kb + (c < nk ? j0 + c : j0) * ldkb;
-      pk[c] = kb + ahead * ldkb;
-    }
+    sa_prefetcher_raise(&pf, j0 + ahead);
+    sa_prefetch_until(&pf, j0 + DN + ahead, 0);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;
-      const char *const *pi = i0 == 0 ? pk : kr;
-#define DOTS(r) dots(t, r, d, qi, ldq, kr, pi, si, lds, nk, scale)
+#define DOTS(r) dots(t, r, d, qi, ldq, kr, si, lds, nk, scale)
       SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
 #undef DOTS
     }

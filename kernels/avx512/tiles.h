@@ -14,7 +14,8 @@ enum {
   SA_AVX512_MR = 8,      /* score's GEMM tile: rows x keys of the Kᵀ panel */
   SA_AVX512_NR = 32,     /*   (16 accumulators of 32 zmm) */
   SA_AVX512_KC = 256,    /* d per panel chunk (32 KiB of stack) */
-  SA_AVX512_DOTS_M = 16, /* score and score_t: dot products for m <= this, */
+  SA_AVX512_DOTS_M = 16, /* score and score_t: dot products for m <= this
+                            (and wsum, wsum_t stream in sub-blocks), */
   SA_AVX512_DM = 4,      /*   DM rows x DN keys a block */
   SA_AVX512_DN = 4,
   SA_AVX512_BF16_MR = 8, /* score_bf16 (vdpbf16ps): its GEMM tile, */
@@ -23,6 +24,8 @@ enum {
   SA_AVX512_BF16_DOTS_M = 8, /*   dot products for m <= this */
   SA_AVX512_WSUM_MR = 8,     /* wsum and wsum_t: rows x vectors of columns */
   SA_AVX512_WSUM_NV = 2,
+  SA_AVX512_WSUM_KB = 32,      /*   keys a sub-block, through every column */
+  SA_AVX512_WSUM_CG = 128,     /*   of a group of CG columns before the next */
   SA_AVX512_DECODE_CHUNK = 64, /* decode: keys a chunk (32 KiB of f32 K at
                                   d = 128; 32 and 128 measured no better) */
 };

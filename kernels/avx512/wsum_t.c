@@ -11,89 +11,173 @@
  * scale into p[i][j]: that would round p * scale, and cost MR multiplies
  * per step instead of two.
  *
- * As in wsum.c the first column block prefetches whole V rows PF ahead
- * (one line per 64 bytes), which the later column blocks find in cache.
+ * Decode-shaped calls (m <= STREAM_M) take keys in sub-blocks of as many
+ * bytes as wsum.c's KB keys of f32 (2 KB keys of f16 / bf16, 4 KB of
+ * q8_0: the parked sums and the cursor's calls then cost as rarely),
+ * columns in groups of CG, the partial sums parked between sub-blocks bit
+ * for bit (wsum_ends.h), all as in wsum.c, which says why. The first row
+ * block's first column block names V's rows in address order, a row per
+ * key (kernels/prefetch.h's burst, not wsum.c's trickle: these kernels
+ * are nearer bound by their instructions), a sub-block and 4 KiB of rows
+ * ahead (more keys than of f32, so the prefetch still runs as far ahead in
+ * time); later column and row blocks find the rows in cache and call no
+ * cursor. Measured on Zen 5 with score_t's burst (one core, cache from
+ * memory, 32 query heads over 8 KV heads, 4096 keys): f16 1.07-1.10x,
+ * bf16 1.05-1.07x, q8_0 level (0.99-1.00x), q8_0 being bound by its
+ * instructions. More rows keep one pass of all n keys a column block, the
+ * first prefetching whole rows PF keys ahead, as wsum.c's.
  *
- * Tails: columns past dv are masked off at every load (f16 / bf16: the
- * 16-bit lanes of the last column block) and store; leftover rows run the
- * same tile with fewer rows. beta NULL: o is only written.
+ * Tails: columns past dv (and past a group) are masked off at every load
+ * (f16 / bf16: the 16-bit lanes of the last column block; q8_0 has whole
+ * blocks, dv and the groups being multiples of 32) and store; leftover rows
+ * run the same tile with fewer rows. beta NULL: o is only written.
  */
 #include <immintrin.h>
 
 #include "kernels/avx512/tiles.h"
 #include "kernels/avx512/util.h"
 #include "kernels/avx512/widen.h"
+#include "kernels/avx512/wsum_ends.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 #include "kernels/unroll.h"
 
-enum { MR = SA_AVX512_WSUM_MR, NV = SA_AVX512_WSUM_NV, PF = 8 };
+enum {
+  MR = SA_AVX512_WSUM_MR,
+  NV = SA_AVX512_WSUM_NV,
+  KB = SA_AVX512_WSUM_KB,
+  CG = SA_AVX512_WSUM_CG,
+  STREAM_M = SA_AVX512_DOTS_M, /* decode-shaped: sub-blocks and a cursor */
+  PF = 8,                      /* more rows: whole rows this far ahead */
+};
 
 #define AI static inline __attribute__((always_inline))
 
-/* Columns c0 .. c0 + cn (cn <= 32) of o for rows 0..mr; pf > 0: also
- * prefetch pf bytes of the V row PF further on. mr a constant. */
+/* acc[r][0..NV) += p[r * ldp] * row[c0 .. c0 + cn) widened, for one key. */
+AI void key(sa_dtype t, size_t mr, const float *p, size_t ldp, const char *row,
+            size_t c0, size_t cn, __m512 acc[MR][SA_WSUM_NV]) {
+  __m512 b[NV];
+  sa_widen32(t, row, c0, cn, &b[0], &b[1]);
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++) {
+    __m512 a = _mm512_set1_ps(p[r * ldp]);
+    for (size_t c = 0; c < NV; c++)
+      acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+  }
+}
+
+/* Columns c0 .. c0 + cn (cn <= 32) of a group, of mr rows over keys [0, n)
+ * of a sub-block, V rows ldvb bytes apart from v (the group's first unit),
+ * o at the group's column c0; pf (if any) names V's rows up to row
+ * limit + j at key j; else ahead > 0 prefetches `ahead` bytes of the row PF
+ * keys further on. mr is a constant at every call, so acc lives in
+ * registers (wsum_ends.h's shape, of which NV columns are used). */
 AI void tile(sa_dtype t, size_t mr, size_t n, const float *p, size_t ldp,
              const char *v, size_t ldvb, size_t c0, size_t cn,
-             const float *beta, float *o, size_t ldo, size_t pf) {
-  __m512 acc[MR][NV];
+             const float *beta, float *o, size_t ldo, sa_wsum_ends e,
+             sa_prefetcher *pf, size_t limit, size_t ahead) {
+  __m512 acc[MR][SA_WSUM_NV];
   const __mmask16 km[NV] = {sa_mask16(cn), sa_mask16(cn > 16 ? cn - 16 : 0)};
-#pragma GCC unroll 8
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < NV; c++)
-      acc[r][c] = _mm512_setzero_ps();
-  for (size_t j = 0; j < n; j++) {
-    const char *ahead = v + (j + PF < n ? j + PF : n - 1) * ldvb;
-    for (size_t b = 0; b < pf; b += 64)
-      _mm_prefetch(ahead + b, _MM_HINT_T0);
-    __m512 b[NV];
-    sa_widen32(t, v + j * ldvb, c0, cn, &b[0], &b[1]);
-#pragma GCC unroll 8
-    for (size_t r = 0; r < mr; r++) {
-      __m512 a = _mm512_set1_ps(p[r * ldp + j]);
-      for (size_t c = 0; c < NV; c++)
-        acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+  sa_wsum_begin(mr, NV, e, acc);
+  /* one loop per way to prefetch, so that the others test nothing */
+  if (pf)
+    for (size_t j = 0; j < n; j++) {
+      sa_prefetch_until(pf, limit + j, 0);
+      key(t, mr, p + j, ldp, v + j * ldvb, c0, cn, acc);
     }
-  }
-#pragma GCC unroll 8
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < NV; c++) {
-      if (!km[c])
-        continue;
-      float *out = o + r * ldo + c0 + 16 * c;
-      __m512 x = acc[r][c];
-      /* beta * o rounded on its own, as the oracle does */
-      if (beta)
-        x = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(beta[r]),
-                                        _mm512_maskz_loadu_ps(km[c], out)),
-                          x);
-      _mm512_mask_storeu_ps(out, km[c], x);
+  else if (ahead)
+    for (size_t j = 0; j < n; j++) {
+      const char *row = v + (j + PF < n ? j + PF : n - 1) * ldvb;
+      for (size_t b = 0; b < ahead; b += 64)
+        _mm_prefetch(row + b, _MM_HINT_T0);
+      key(t, mr, p + j, ldp, v + j * ldvb, c0, cn, acc);
     }
+  else
+    for (size_t j = 0; j < n; j++)
+      key(t, mr, p + j, ldp, v + j * ldvb, c0, cn, acc);
+  sa_wsum_end(mr, NV, km, e, beta, o, ldo, acc);
 }
 
-AI void wsum_typed(sa_dtype t, size_t m, size_t n, size_t dv, const float *p,
-                   size_t ldp, const void *v, size_t ldv, const float *beta,
-                   float *o, size_t ldo) {
-  const size_t ldvb = ldv * sa_widen_unit(t);
-  const size_t rowb = t == SA_Q8_0 ? dv / 32 * sizeof(sa_block_q8_0) : 2 * dv;
-  for (size_t i0 = 0; i0 < m; i0 += MR) {
-    const float *pi = p + i0 * ldp;
-    const float *bi = beta ? beta + i0 : NULL;
-    float *oi = o + i0 * ldo;
-    for (size_t c0 = 0; c0 < dv; c0 += 16 * NV) {
-      size_t cn = dv - c0 < 16 * NV ? dv - c0 : 16 * NV;
-      size_t pf = i0 == 0 && c0 == 0 ? rowb : 0;
-#define TILE(r) tile(t, r, n, pi, ldp, v, ldvb, c0, cn, bi, oi, ldo, pf)
-      SA_UNROLL_1_8(m - i0 < MR ? m - i0 : MR, TILE);
+AI void rows(sa_dtype t, size_t mr, size_t n, const float *p, size_t ldp,
+             const char *v, size_t ldvb, size_t c0, size_t cn,
+             const float *beta, float *o, size_t ldo, sa_wsum_ends e,
+             sa_prefetcher *pf, size_t limit, size_t ahead) {
+#define TILE(r)                                                                \
+  tile(t, r, n, p, ldp, v, ldvb, c0, cn, beta, o, ldo, e, pf, limit, ahead)
+  SA_UNROLL_1_8(mr, TILE);
 #undef TILE
-    }
+}
+
+/* Columns [0, cw) (cw <= CG) of mr rows over keys [0, n), V rows ldvb
+ * bytes apart from v, the group's first unit (a q8_0 block start: groups
+ * start at multiples of CG); prefetch: the first row block, which
+ * prefetches V. stream: in sub-blocks, V's rows named in address order;
+ * else all n keys a column block, the first one prefetching whole rows PF
+ * keys ahead. */
+AI void group(sa_dtype t, size_t mr, size_t n, size_t cw, const float *p,
+              size_t ldp, const char *v, size_t ldvb, const float *beta,
+              float *o, size_t ldo, int prefetch, int stream) {
+  /* bytes the group's cw values take (q8_0: cw / 32 blocks) */
+  const size_t rowb = sa_widen_offset(t, cw);
+  if (!stream) { /* one pass of all n keys a column block, nothing parked */
+    const sa_wsum_ends e = {1, 1, NULL};
+    for (size_t c0 = 0; c0 < cw; c0 += 16 * NV)
+      rows(t, mr, n, p, ldp, v, ldvb, c0, cw - c0 < 16 * NV ? cw - c0 : 16 * NV,
+           beta, o + c0, ldo, e, NULL, 0, prefetch && c0 == 0 ? rowb : 0);
+    return;
+  }
+  _Alignas(64) float part[MR * CG];
+  /* as many keys a sub-block as f32's bytes (avx2's q8_0 decode, bound by
+   * its widening, lost 5% with 32-key sub-blocks) */
+  const size_t kb = t == SA_Q8_0 ? 4 * KB : 2 * KB;
+  /* a sub-block and 4 KiB ahead, as wsum.c */
+  const size_t ahead = kb + sa_prefetch_rows_ahead(rowb, 4096);
+  sa_prefetcher cur = sa_prefetcher_at(v, ldvb, rowb, n, ahead);
+  size_t j0 = 0;
+  do { /* n = 0 still writes o = beta * o */
+    size_t nb = n - j0 < kb ? n - j0 : kb, limit = j0 + ahead + 1;
+    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part};
+    const float *pj = p + j0;
+    const char *vj = v + j0 * ldvb;
+    sa_prefetcher_raise(&cur, j0 + ahead);
+    /* the first column block names a row per key; the others, nothing */
+    sa_prefetcher *pf = prefetch ? &cur : NULL;
+    for (size_t c0 = 0; c0 < cw; c0 += 16 * NV, e.part += 16 * NV, pf = NULL)
+      rows(t, mr, nb, pj, ldp, vj, ldvb, c0,
+           cw - c0 < 16 * NV ? cw - c0 : 16 * NV, beta, o + c0, ldo, e, pf,
+           limit, 0);
+    j0 += nb;
+  } while (j0 < n);
+}
+
+AI void wsum_typed(sa_dtype t, int stream, size_t m, size_t n, size_t dv,
+                   const float *p, size_t ldp, const void *v, size_t ldv,
+                   const float *beta, float *o, size_t ldo) {
+  const size_t ldvb = ldv * sa_widen_unit(t);
+  for (size_t i0 = 0; i0 < m; i0 += MR) {
+    size_t mr = m - i0 < MR ? m - i0 : MR;
+    for (size_t g0 = 0; g0 < dv; g0 += CG)
+      group(t, mr, n, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp,
+            (const char *)v + sa_widen_offset(t, g0), ldvb,
+            beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo, i0 == 0, stream);
   }
 }
 
+/* The streamed tiles in functions of their own, as in wsum.c (which says
+ * why). */
 #define WSUM_T(name, type)                                                     \
+  static __attribute__((noinline)) void name##_streamed(                       \
+      size_t m, size_t n, size_t dv, const float *p, size_t ldp,               \
+      const void *v, size_t ldv, const float *beta, float *o, size_t ldo) {    \
+    wsum_typed(type, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);               \
+  }                                                                            \
   void name(size_t m, size_t n, size_t dv, const float *p, size_t ldp,         \
             const void *v, size_t ldv, const float *beta, float *o,            \
             size_t ldo) {                                                      \
-    wsum_typed(type, m, n, dv, p, ldp, v, ldv, beta, o, ldo);                  \
+    if (m <= STREAM_M)                                                         \
+      name##_streamed(m, n, dv, p, ldp, v, ldv, beta, o, ldo);                 \
+    else                                                                       \
+      wsum_typed(type, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);             \
   }
 
 WSUM_T(sa_wsum_f16__avx512, SA_F16)
