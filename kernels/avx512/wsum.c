@@ -31,8 +31,8 @@
  * 1024-key decode blocks the rows prefetched for the first column block
  * can be out of L2 before the last block comes back for them. On Zen 5
  * (one core, V from memory, with score.c's cursor) decode of 32 query
- * heads over 8 KV heads, 4096 keys, ran 1.43-1.50x as fast, 32 KV heads
- * 1.07-1.12x (docs/DESIGN.md, "Streaming K and V from memory").
+ * heads over 8 KV heads, 4096 keys, ran 1.24-1.50x as fast, 32 KV heads
+ * 1.07-1.14x (docs/DESIGN.md, "Streaming K and V from memory").
  *
  * More rows (prefill, whose V blocks come from L2) keep that one pass and
  * its prefetch: with sub-blocks they ran 6-8% slower on Zen 5 and up to 13%
