@@ -48,7 +48,8 @@ static const sa_tiles avx2 = {
 
 #if SA_HAVE_AVX512
 static const sa_tiles avx512 = {
-    .m = {SA_AVX512_MR, SA_AVX512_DM, SA_AVX512_WSUM_MR, SA_AVX512_BF16_MR},
+    .m = {SA_AVX512_MR, SA_AVX512_DM, SA_AVX512_WSUM_MR, SA_AVX512_BF16_MR,
+          SA_AVX512_WSUM_M4, SA_AVX512_WSUM_M2},
     .m_cut = {SA_AVX512_DOTS_M, SA_AVX512_BF16_DOTS_M},
     /* wsum_t's sub-blocks are 2 KB (f16, bf16) and 4 KB (q8_0) keys */
     .n = {SA_AVX512_NR, SA_AVX512_DN, SA_AVX512_BF16_NR, SA_AVX512_WSUM_KB,
@@ -59,7 +60,8 @@ static const sa_tiles avx512 = {
     .d = {SA_AVX512_LANES, SA_QK8_0},
     .kc = {SA_AVX512_KC, SA_AVX512_BF16_KC},
     .dv = {SA_AVX512_LANES, (SA_AVX512_WSUM_NV * SA_AVX512_LANES),
-           SA_AVX512_WSUM_CG},
+           (SA_AVX512_WSUM_NV4 * SA_AVX512_LANES),
+           (SA_AVX512_WSUM_NV2 * SA_AVX512_LANES), SA_AVX512_WSUM_CG},
     .chunk = {SA_AVX512_DECODE_CHUNK},
 };
 #endif

@@ -67,6 +67,18 @@
     }                                                                          \
   } while (0)
 
+/* x in [1, rb] for a block of rb rows, rb 2, 4 or 8 (a constant): the
+ * wsum kernels' row blocks, whose width depends on the block's height. */
+#define SA_UNROLL_1_RB(rb, x, CALL)                                            \
+  do {                                                                         \
+    if ((rb) == 2)                                                             \
+      SA_UNROLL_1_2(x, CALL);                                                  \
+    else if ((rb) == 4)                                                        \
+      SA_UNROLL_1_4(x, CALL);                                                  \
+    else                                                                       \
+      SA_UNROLL_1_8(x, CALL);                                                  \
+  } while (0)
+
 #define SA_UNROLL_0_15(x, CALL)                                                \
   do {                                                                         \
     switch (x) {                                                               \

@@ -116,12 +116,7 @@ AI void rows(size_t rb, size_t nv, size_t mr, size_t n, const float *p,
              sa_prefetcher *pf, size_t limit, int extra, size_t ahead) {
 #define TILE(r)                                                                \
   tile(r, nv, n, p, ldp, v, ldv, km, beta, o, ldo, e, pf, limit, extra, ahead)
-  if (rb == 2)
-    SA_UNROLL_1_2(mr, TILE);
-  else if (rb == 4)
-    SA_UNROLL_1_4(mr, TILE);
-  else
-    SA_UNROLL_1_8(mr, TILE);
+  SA_UNROLL_1_RB(rb, mr, TILE);
 #undef TILE
 }
 
@@ -192,17 +187,17 @@ AI void wsum(size_t rb, size_t nv, int stream, size_t m, size_t n, size_t dv,
       const float *v, size_t ldv, const float *beta, float *o, size_t ldo) {   \
     wsum(rb, nv, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);                   \
   }
-STREAMED(streamed_2x8, 2, 8)
-STREAMED(streamed_4x4, 4, 4)
+STREAMED(streamed_2x8, SA_AVX512_WSUM_M2, SA_AVX512_WSUM_NV2)
+STREAMED(streamed_4x4, SA_AVX512_WSUM_M4, SA_AVX512_WSUM_NV4)
 STREAMED(streamed_mr, MR, SA_AVX512_WSUM_NV)
 #undef STREAMED
 
 void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                      const float *v, size_t ldv, const float *beta, float *o,
                      size_t ldo) {
-  if (m <= 2)
+  if (m <= SA_AVX512_WSUM_M2)
     streamed_2x8(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
-  else if (m <= 4)
+  else if (m <= SA_AVX512_WSUM_M4)
     streamed_4x4(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
   else if (m <= STREAM_M)
     streamed_mr(m, n, dv, p, ldp, v, ldv, beta, o, ldo);

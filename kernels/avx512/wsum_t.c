@@ -27,6 +27,19 @@
  * instructions. More rows keep one pass of all n keys a column block, the
  * first prefetching whole rows PF keys ahead, as wsum.c's.
  *
+ * With at most 4 rows (decode) the column blocks are as wide as wsum.c's
+ * (M2 rows x NV2 vectors, M4 x NV4), whole blocks while they last and the
+ * rest 32 columns at a time: a key's widened vectors and its rows'
+ * broadcasts then feed 16 FMAs instead of 8 (m = 4), and the cursor runs
+ * once per key for twice the columns. Against the 8 x 2 tile, on Zen 5 (one
+ * core, cache from memory): q8_0 KV decode of 32 query heads over 8 KV
+ * heads 1.08-1.10x as fast, f16 1.10x with one query row per KV head and
+ * 1.18x with two, f16 and bf16 at 4 rows level (bound by the stream, not
+ * the FMAs: 0.99-1.01x); from L2, the f16 value sums 7.9 -> 7.0 ns a key.
+ * The streamed prefetch names row j + ahead at key j without a cursor
+ * (sa_prefetch_rows: each row named once, as the cursor did, in fewer
+ * instructions).
+ *
  * Tails: columns past dv (and past a group) are masked off at every load
  * (f16 / bf16: the 16-bit lanes of the last column block; q8_0 has whole
  * blocks, dv and the groups being multiples of 32) and store; leftover rows
@@ -45,6 +58,10 @@
 enum {
   MR = SA_AVX512_WSUM_MR,
   NV = SA_AVX512_WSUM_NV,
+  M4 = SA_AVX512_WSUM_M4, /* at most 4 rows: wider column blocks */
+  NV4 = SA_AVX512_WSUM_NV4,
+  M2 = SA_AVX512_WSUM_M2,
+  NV2 = SA_AVX512_WSUM_NV2,
   KB = SA_AVX512_WSUM_KB,
   CG = SA_AVX512_WSUM_CG,
   STREAM_M = SA_AVX512_DOTS_M, /* decode-shaped: sub-blocks and a cursor */
@@ -53,77 +70,96 @@ enum {
 
 #define AI static inline __attribute__((always_inline))
 
-/* acc[r][0..NV) += p[r * ldp] * row[c0 .. c0 + cn) widened, for one key. */
-AI void key(sa_dtype t, size_t mr, const float *p, size_t ldp, const char *row,
-            size_t c0, size_t cn, __m512 acc[MR][SA_WSUM_NV]) {
-  __m512 b[NV];
-  sa_widen32(t, row, c0, cn, &b[0], &b[1]);
+/* Where a streamed tile's cursor-free prefetch looks: the group's rows
+ * (rowb bytes of each, n of them, from base) and the sub-block's first. */
+typedef struct sa_wsum_t_pf {
+  const char *base;
+  size_t rowb, n, j0;
+} sa_wsum_t_pf;
+
+/* acc[r][0..nv) += p[r * ldp] * row[c0 .. c0 + cn) widened, for one key;
+ * nv = 2: cn <= 32 (a tail is loaded masked); wider: cn = 16 nv, whole. */
+AI void key(sa_dtype t, size_t mr, size_t nv, const float *p, size_t ldp,
+            const char *row, size_t c0, size_t cn, __m512 acc[MR][SA_WSUM_NV]) {
+  __m512 b[SA_WSUM_NV];
+  for (size_t h = 0; h < nv / 2; h++)
+    sa_widen32(t, row, c0 + 32 * h, nv == 2 ? cn : 32, &b[2 * h],
+               &b[2 * h + 1]);
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++) {
     __m512 a = _mm512_set1_ps(p[r * ldp]);
-    for (size_t c = 0; c < NV; c++)
+    for (size_t c = 0; c < nv; c++)
       acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
   }
 }
 
-/* Columns c0 .. c0 + cn (cn <= 32) of a group, of mr rows over keys [0, n)
- * of a sub-block, V rows ldvb bytes apart from v (the group's first unit),
- * o at the group's column c0; pf (if any) names V's rows up to row
- * limit + j at key j; else ahead > 0 prefetches `ahead` bytes of the row PF
- * keys further on. mr is a constant at every call, so acc lives in
- * registers (wsum_ends.h's shape, of which NV columns are used). */
-AI void tile(sa_dtype t, size_t mr, size_t n, const float *p, size_t ldp,
-             const char *v, size_t ldvb, size_t c0, size_t cn,
+/* Columns c0 .. c0 + cn of a group (key's rule for nv and cn), of mr rows
+ * over keys [0, n) of a sub-block, V rows ldvb bytes apart from v (the
+ * group's first unit), o at the group's column c0; pf (if any: the first
+ * column block of a streamed sub-block) names, at key j, the lines of row
+ * j + ahead of pf's rows (rowb bytes of each, n_pf of them, v at row j0);
+ * else ahead > 0 prefetches `ahead` bytes of the row PF keys further on.
+ * mr and nv are constants at every call, so acc lives in registers
+ * (wsum_ends.h's shape). */
+AI void tile(sa_dtype t, size_t mr, size_t nv, size_t n, const float *p,
+             size_t ldp, const char *v, size_t ldvb, size_t c0, size_t cn,
              const float *beta, float *o, size_t ldo, sa_wsum_ends e,
-             sa_prefetcher *pf, size_t limit, size_t ahead) {
+             const sa_wsum_t_pf *pf, size_t ahead) {
   __m512 acc[MR][SA_WSUM_NV];
-  const __mmask16 km[NV] = {sa_mask16(cn), sa_mask16(cn > 16 ? cn - 16 : 0)};
-  sa_wsum_begin(mr, NV, e, acc);
+  __mmask16 km[SA_WSUM_NV];
+  for (size_t c = 0; c < nv; c++)
+    km[c] = sa_mask16(cn > 16 * c ? cn - 16 * c : 0);
+  sa_wsum_begin(mr, nv, e, acc);
   /* one loop per way to prefetch, so that the others test nothing */
   if (pf)
     for (size_t j = 0; j < n; j++) {
-      sa_prefetch_until(pf, limit + j, 0);
-      key(t, mr, p + j, ldp, v + j * ldvb, c0, cn, acc);
+      sa_prefetch_rows(pf->base, ldvb, pf->rowb, pf->n, pf->j0 + j + ahead,
+                       pf->j0 + j + ahead + 1);
+      key(t, mr, nv, p + j, ldp, v + j * ldvb, c0, cn, acc);
     }
   else if (ahead)
     for (size_t j = 0; j < n; j++) {
       const char *row = v + (j + PF < n ? j + PF : n - 1) * ldvb;
       for (size_t b = 0; b < ahead; b += 64)
         _mm_prefetch(row + b, _MM_HINT_T0);
-      key(t, mr, p + j, ldp, v + j * ldvb, c0, cn, acc);
+      key(t, mr, nv, p + j, ldp, v + j * ldvb, c0, cn, acc);
     }
   else
     for (size_t j = 0; j < n; j++)
-      key(t, mr, p + j, ldp, v + j * ldvb, c0, cn, acc);
-  sa_wsum_end(mr, NV, km, e, beta, o, ldo, acc);
+      key(t, mr, nv, p + j, ldp, v + j * ldvb, c0, cn, acc);
+  sa_wsum_end(mr, nv, km, e, beta, o, ldo, acc);
 }
 
-AI void rows(sa_dtype t, size_t mr, size_t n, const float *p, size_t ldp,
-             const char *v, size_t ldvb, size_t c0, size_t cn,
-             const float *beta, float *o, size_t ldo, sa_wsum_ends e,
-             sa_prefetcher *pf, size_t limit, size_t ahead) {
+/* The tile for mr rows, mr <= rb (rb 2, 4 or MR, a constant). */
+AI void rows(sa_dtype t, size_t rb, size_t nv, size_t mr, size_t n,
+             const float *p, size_t ldp, const char *v, size_t ldvb, size_t c0,
+             size_t cn, const float *beta, float *o, size_t ldo, sa_wsum_ends e,
+             const sa_wsum_t_pf *pf, size_t ahead) {
 #define TILE(r)                                                                \
-  tile(t, r, n, p, ldp, v, ldvb, c0, cn, beta, o, ldo, e, pf, limit, ahead)
-  SA_UNROLL_1_8(mr, TILE);
+  tile(t, r, nv, n, p, ldp, v, ldvb, c0, cn, beta, o, ldo, e, pf, ahead)
+  SA_UNROLL_1_RB(rb, mr, TILE);
 #undef TILE
 }
 
 /* Columns [0, cw) (cw <= CG) of mr rows over keys [0, n), V rows ldvb
  * bytes apart from v, the group's first unit (a q8_0 block start: groups
- * start at multiples of CG); prefetch: the first row block, which
- * prefetches V. stream: in sub-blocks, V's rows named in address order;
- * else all n keys a column block, the first one prefetching whole rows PF
- * keys ahead. */
-AI void group(sa_dtype t, size_t mr, size_t n, size_t cw, const float *p,
-              size_t ldp, const char *v, size_t ldvb, const float *beta,
-              float *o, size_t ldo, int prefetch, int stream) {
+ * start at multiples of CG), in column blocks of nv vectors while whole
+ * ones remain, then of 2 (the tail, masked); prefetch: the first row
+ * block, which prefetches V. stream: in sub-blocks, V's rows named in
+ * address order; else all n keys a column block, the first one
+ * prefetching whole rows PF keys ahead. */
+AI void group(sa_dtype t, size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
+              const float *p, size_t ldp, const char *v, size_t ldvb,
+              const float *beta, float *o, size_t ldo, int prefetch,
+              int stream) {
   /* bytes the group's cw values take (q8_0: cw / 32 blocks) */
   const size_t rowb = sa_widen_offset(t, cw);
   if (!stream) { /* one pass of all n keys a column block, nothing parked */
     const sa_wsum_ends e = {1, 1, NULL};
-    for (size_t c0 = 0; c0 < cw; c0 += 16 * NV)
-      rows(t, mr, n, p, ldp, v, ldvb, c0, cw - c0 < 16 * NV ? cw - c0 : 16 * NV,
-           beta, o + c0, ldo, e, NULL, 0, prefetch && c0 == 0 ? rowb : 0);
+    for (size_t c0 = 0; c0 < cw; c0 += 16 * nv)
+      rows(t, rb, nv, mr, n, p, ldp, v, ldvb, c0,
+           cw - c0 < 16 * nv ? cw - c0 : 16 * nv, beta, o + c0, ldo, e, NULL,
+           prefetch && c0 == 0 ? rowb : 0);
     return;
   }
   _Alignas(64) float part[MR * CG];
@@ -132,44 +168,60 @@ AI void group(sa_dtype t, size_t mr, size_t n, size_t cw, const float *p,
   const size_t kb = t == SA_Q8_0 ? 4 * KB : 2 * KB;
   /* a sub-block and 4 KiB ahead, as wsum.c */
   const size_t ahead = kb + sa_prefetch_rows_ahead(rowb, 4096);
-  sa_prefetcher cur = sa_prefetcher_at(v, ldvb, rowb, n, ahead);
   size_t j0 = 0;
   do { /* n = 0 still writes o = beta * o */
-    size_t nb = n - j0 < kb ? n - j0 : kb, limit = j0 + ahead + 1;
+    size_t nb = n - j0 < kb ? n - j0 : kb;
     sa_wsum_ends e = {j0 == 0, j0 + nb == n, part};
     const float *pj = p + j0;
     const char *vj = v + j0 * ldvb;
-    sa_prefetcher_raise(&cur, j0 + ahead);
     /* the first column block names a row per key; the others, nothing */
-    sa_prefetcher *pf = prefetch ? &cur : NULL;
-    for (size_t c0 = 0; c0 < cw; c0 += 16 * NV, e.part += 16 * NV, pf = NULL)
-      rows(t, mr, nb, pj, ldp, vj, ldvb, c0,
-           cw - c0 < 16 * NV ? cw - c0 : 16 * NV, beta, o + c0, ldo, e, pf,
-           limit, 0);
+    const sa_wsum_t_pf at = {v, rowb, n, j0};
+    const sa_wsum_t_pf *pf = prefetch ? &at : NULL;
+    for (size_t c0 = 0; c0 < cw; pf = NULL) {
+      /* whole blocks of nv vectors, then the rest 32 columns at a time */
+      size_t w = cw - c0 >= 16 * nv ? 16 * nv : 32;
+      size_t cn = cw - c0 < w ? cw - c0 : w;
+      if (w == 32)
+        rows(t, rb, 2, mr, nb, pj, ldp, vj, ldvb, c0, cn, beta, o + c0, ldo, e,
+             pf, ahead);
+      else
+        rows(t, rb, nv, mr, nb, pj, ldp, vj, ldvb, c0, cn, beta, o + c0, ldo, e,
+             pf, ahead);
+      c0 += w;
+      e.part += w;
+    }
     j0 += nb;
   } while (j0 < n);
 }
 
-AI void wsum_typed(sa_dtype t, int stream, size_t m, size_t n, size_t dv,
-                   const float *p, size_t ldp, const void *v, size_t ldv,
-                   const float *beta, float *o, size_t ldo) {
+/* Rows in blocks of rb, nv vectors a column block (both constants). */
+AI void wsum_typed(sa_dtype t, size_t rb, size_t nv, int stream, size_t m,
+                   size_t n, size_t dv, const float *p, size_t ldp,
+                   const void *v, size_t ldv, const float *beta, float *o,
+                   size_t ldo) {
   const size_t ldvb = ldv * sa_widen_unit(t);
-  for (size_t i0 = 0; i0 < m; i0 += MR) {
-    size_t mr = m - i0 < MR ? m - i0 : MR;
+  for (size_t i0 = 0; i0 < m; i0 += rb) {
+    size_t mr = m - i0 < rb ? m - i0 : rb;
     for (size_t g0 = 0; g0 < dv; g0 += CG)
-      group(t, mr, n, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp,
+      group(t, rb, nv, mr, n, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp,
             (const char *)v + sa_widen_offset(t, g0), ldvb,
             beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo, i0 == 0, stream);
   }
 }
 
 /* The streamed tiles in functions of their own, as in wsum.c (which says
- * why). */
+ * why); with at most 4 rows the column blocks are as wide as the registers
+ * hold, as wsum.c's. */
 #define WSUM_T(name, type)                                                     \
   static __attribute__((noinline)) void name##_streamed(                       \
       size_t m, size_t n, size_t dv, const float *p, size_t ldp,               \
       const void *v, size_t ldv, const float *beta, float *o, size_t ldo) {    \
-    wsum_typed(type, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);               \
+    if (m <= M2)                                                               \
+      wsum_typed(type, M2, NV2, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);    \
+    else if (m <= M4)                                                          \
+      wsum_typed(type, M4, NV4, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);    \
+    else                                                                       \
+      wsum_typed(type, MR, NV, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);     \
   }                                                                            \
   void name(size_t m, size_t n, size_t dv, const float *p, size_t ldp,         \
             const void *v, size_t ldv, const float *beta, float *o,            \
@@ -177,7 +229,7 @@ AI void wsum_typed(sa_dtype t, int stream, size_t m, size_t n, size_t dv,
     if (m <= STREAM_M)                                                         \
       name##_streamed(m, n, dv, p, ldp, v, ldv, beta, o, ldo);                 \
     else                                                                       \
-      wsum_typed(type, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);             \
+      wsum_typed(type, MR, NV, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);     \
   }
 
 WSUM_T(sa_wsum_f16__avx512, SA_F16)
