@@ -12,19 +12,18 @@
  *
  * Both pass over one buffer far larger than the last-level cache
  * (--sa_mem_mib; 1 GiB, quick 256 MiB, or twice the cache hwloc reports
- * if that is more: bench_main.c), asked for in huge pages where the
- * kernel offers them (fewer TLB misses: an upper bound, as a probe must
- * be). With several threads each reads its own slice; the threads are
- * started once and kept, a barrier starts a pass and a second one ends it,
- * so a pass lasts as long as its slowest thread.
+ * if that is more: bench_main.c), in the same pages as the decode rows'
+ * K and V (sa_peak_mem_buffer says why not huge ones). With several threads
+ * each reads its own slice; the threads are started once and kept, a barrier
+ * starts a pass and a second one ends it, so a pass lasts as long as its
+ * slowest thread.
  */
-#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
+#define _POSIX_C_SOURCE 200809L /* posix_memalign, pthread barriers */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include <hwloc.h>
@@ -69,14 +68,18 @@ unsigned char *sa_peak_mem_buffer(void) {
   if (!mem_buf) {
     size_t bytes = sa_bench_cfg.mem_bytes;
     void *p = NULL;
-    /* 2 MiB aligned, so the huge pages cover the whole buffer. */
-    if (posix_memalign(&p, (size_t)2 << 20, bytes)) {
+    /* In the pages any buffer gets, as K and V do: no huge-page advice.
+     * On this project's VM (Zen 5, whose kernel runs DAMON over physical
+     * memory) a probe buffer in huge pages made the rows timed after it read
+     * memory 3 to 20 times slower in bursts of up to a second (decode
+     * h32/kv8 f32: 9.6, 14.6, 30.9 ms a call in some repetitions against
+     * 1.45 in the others; with 4 KiB pages, 1.43-1.51 in every one), while
+     * the probe read the same in both (28.4-34.7 GB/s, within the minute's
+     * noise). */
+    if (posix_memalign(&p, 64, bytes)) {
       fprintf(stderr, "simdattn_bench: out of memory (%zu bytes)\n", bytes);
       exit(1);
     }
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE); /* advice: failure changes nothing */
-#endif
     memset(p, 1, bytes); /* touch every page before any timing */
     mem_buf = p;
   }
