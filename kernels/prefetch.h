@@ -101,24 +101,6 @@ sa_prefetch_until(sa_prefetcher *pf, size_t limit, int l2) {
   }
 }
 
-/* Name the lines of rows [from, to) of n rows (`bytes` of each read, rows
- * ld bytes apart from base), row after row, in address order within each:
- * the cursor's burst without its state, for a reader that steps through
- * disjoint row ranges (each row named once) and pays for every instruction
- * it runs beside its FMAs. */
-static inline __attribute__((always_inline)) void
-sa_prefetch_rows(const void *base, size_t ld, size_t bytes, size_t n,
-                 size_t from, size_t to) {
-  if (!bytes)
-    return;
-  for (size_t r = from; r < (to < n ? to : n); r++) {
-    const char *row = (const char *)base + r * ld;
-    for (const char *x = (const char *)((uintptr_t)row & ~(uintptr_t)63);
-         x < row + bytes; x += 64)
-      __builtin_prefetch(x, 0, 3);
-  }
-}
-
 /* How many rows ahead to keep a cursor: `bytes` worth of rows, at least
  * 4 (the kernels keep about 4 KiB in flight: 2 and 8 KiB measured no
  * better on the Zen 3 core above). */

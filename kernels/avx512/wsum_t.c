@@ -13,32 +13,28 @@
  *
  * Decode-shaped calls (m <= STREAM_M) take keys in sub-blocks of as many
  * bytes as wsum.c's KB keys of f32 (2 KB keys of f16 / bf16, 4 KB of
- * q8_0: the parked sums and the cursor's calls then cost as rarely),
- * columns in groups of CG, the partial sums parked between sub-blocks bit
- * for bit (wsum_ends.h), all as in wsum.c, which says why. The first row
- * block's first column block names V's rows in address order, a row per
- * key (kernels/prefetch.h's burst, not wsum.c's trickle: these kernels
- * are nearer bound by their instructions), a sub-block and 4 KiB of rows
- * ahead (more keys than of f32, so the prefetch still runs as far ahead in
- * time); later column and row blocks find the rows in cache and call no
- * cursor. Measured on Zen 5 with score_t's burst (one core, cache from
- * memory, 32 query heads over 8 KV heads, 4096 keys): f16 1.07-1.10x,
- * bf16 1.05-1.07x, q8_0 level (0.99-1.00x), q8_0 being bound by its
- * instructions. More rows keep one pass of all n keys a column block, the
- * first prefetching whole rows PF keys ahead, as wsum.c's.
+ * q8_0: the parked sums then cost as rarely), columns in groups of CG, the
+ * partial sums parked between sub-blocks bit for bit (wsum_ends.h), all as
+ * in wsum.c, which says why. With at most 4 rows the column blocks are as
+ * wide as wsum.c's (M2 rows x NV2 vectors, M4 x NV4), whole blocks while
+ * they last and the rest 32 columns at a time: a key's widened vectors and
+ * its rows' broadcasts then feed 16 FMAs instead of 8 (m = 4). More rows
+ * keep one pass of all n keys a column block, the first prefetching whole
+ * rows PF keys ahead, as wsum.c's.
  *
- * With at most 4 rows (decode) the column blocks are as wide as wsum.c's
- * (M2 rows x NV2 vectors, M4 x NV4), whole blocks while they last and the
- * rest 32 columns at a time: a key's widened vectors and its rows'
- * broadcasts then feed 16 FMAs instead of 8 (m = 4), and the cursor runs
- * once per key for twice the columns. Against the 8 x 2 tile, on Zen 5 (one
- * core, cache from memory): q8_0 KV decode of 32 query heads over 8 KV
- * heads 1.08-1.10x as fast, f16 1.10x with one query row per KV head and
- * 1.18x with two, f16 and bf16 at 4 rows level (bound by the stream, not
- * the FMAs: 0.99-1.01x); from L2, the f16 value sums 7.9 -> 7.0 ns a key.
- * The streamed prefetch names row j + ahead at key j without a cursor
- * (sa_prefetch_rows: each row named once, as the cursor did, in fewer
- * instructions).
+ * How V is named (0.8, as wsum.c): the first row block trickles the
+ * cursor (kernels/prefetch.h) through every column block, as many lines a
+ * key as the block's 32-value units (one more in the first column block,
+ * for a row that straddles a line more), V's rows in address order a
+ * sub-block and 4 KiB ahead. Until then only the first column block named
+ * a whole row a key, and the later ones nothing: that first pass asked for
+ * rows faster than memory delivers and the others left it idle. Measured
+ * on Zen 5 (one core, cache from memory, kernels called directly, m = 4,
+ * d = 128): the f16 value sums 12.7-13.0 -> 10.8-10.9 ns a key; decode of
+ * 32 query heads over 8 KV heads 1.06-1.09x (f16), 1.06x (bf16), level
+ * (q8_0, bound by its instructions). The wide blocks, against the 8 x 2
+ * tile: q8_0 decode 1.08-1.10x, f16 with 2 rows a KV head 1.18x, with 1
+ * 1.10x; from L2 the f16 value sums 7.9 -> 7.0 ns a key.
  *
  * Tails: columns past dv (and past a group) are masked off at every load
  * (f16 / bf16: the 16-bit lanes of the last column block; q8_0 has whole
@@ -70,13 +66,6 @@ enum {
 
 #define AI static inline __attribute__((always_inline))
 
-/* Where a streamed tile's cursor-free prefetch looks: the group's rows
- * (rowb bytes of each, n of them, from base) and the sub-block's first. */
-typedef struct sa_wsum_t_pf {
-  const char *base;
-  size_t rowb, n, j0;
-} sa_wsum_t_pf;
-
 /* acc[r][0..nv) += p[r * ldp] * row[c0 .. c0 + cn) widened, for one key;
  * nv = 2: cn <= 32 (a tail is loaded masked); wider: cn = 16 nv, whole. */
 AI void key(sa_dtype t, size_t mr, size_t nv, const float *p, size_t ldp,
@@ -95,16 +84,15 @@ AI void key(sa_dtype t, size_t mr, size_t nv, const float *p, size_t ldp,
 
 /* Columns c0 .. c0 + cn of a group (key's rule for nv and cn), of mr rows
  * over keys [0, n) of a sub-block, V rows ldvb bytes apart from v (the
- * group's first unit), o at the group's column c0; pf (if any: the first
- * column block of a streamed sub-block) names, at key j, the lines of row
- * j + ahead of pf's rows (rowb bytes of each, n_pf of them, v at row j0);
- * else ahead > 0 prefetches `ahead` bytes of the row PF keys further on.
- * mr and nv are constants at every call, so acc lives in registers
- * (wsum_ends.h's shape). */
+ * group's first unit), o at the group's column c0; pf (if any) names nv / 2
+ * lines a key (extra: one more), up to row `limit`; else ahead > 0
+ * prefetches `ahead` bytes of the row PF keys further on. mr and nv are
+ * constants at every call, so acc lives in registers (wsum_ends.h's
+ * shape). */
 AI void tile(sa_dtype t, size_t mr, size_t nv, size_t n, const float *p,
              size_t ldp, const char *v, size_t ldvb, size_t c0, size_t cn,
              const float *beta, float *o, size_t ldo, sa_wsum_ends e,
-             const sa_wsum_t_pf *pf, size_t ahead) {
+             sa_prefetcher *pf, size_t limit, int extra, size_t ahead) {
   __m512 acc[MR][SA_WSUM_NV];
   __mmask16 km[SA_WSUM_NV];
   for (size_t c = 0; c < nv; c++)
@@ -113,8 +101,10 @@ AI void tile(sa_dtype t, size_t mr, size_t nv, size_t n, const float *p,
   /* one loop per way to prefetch, so that the others test nothing */
   if (pf)
     for (size_t j = 0; j < n; j++) {
-      sa_prefetch_rows(pf->base, ldvb, pf->rowb, pf->n, pf->j0 + j + ahead,
-                       pf->j0 + j + ahead + 1);
+      for (size_t c = 0; c < nv / 2; c++)
+        sa_prefetch_next(pf, limit, 0);
+      if (extra)
+        sa_prefetch_next(pf, limit, 0);
       key(t, mr, nv, p + j, ldp, v + j * ldvb, c0, cn, acc);
     }
   else if (ahead)
@@ -134,9 +124,10 @@ AI void tile(sa_dtype t, size_t mr, size_t nv, size_t n, const float *p,
 AI void rows(sa_dtype t, size_t rb, size_t nv, size_t mr, size_t n,
              const float *p, size_t ldp, const char *v, size_t ldvb, size_t c0,
              size_t cn, const float *beta, float *o, size_t ldo, sa_wsum_ends e,
-             const sa_wsum_t_pf *pf, size_t ahead) {
+             sa_prefetcher *pf, size_t limit, int extra, size_t ahead) {
 #define TILE(r)                                                                \
-  tile(t, r, nv, n, p, ldp, v, ldvb, c0, cn, beta, o, ldo, e, pf, ahead)
+  tile(t, r, nv, n, p, ldp, v, ldvb, c0, cn, beta, o, ldo, e, pf, limit,       \
+       extra, ahead)
   SA_UNROLL_1_RB(rb, mr, TILE);
 #undef TILE
 }
@@ -158,8 +149,8 @@ AI void group(sa_dtype t, size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
     const sa_wsum_ends e = {1, 1, NULL};
     for (size_t c0 = 0; c0 < cw; c0 += 16 * nv)
       rows(t, rb, nv, mr, n, p, ldp, v, ldvb, c0,
-           cw - c0 < 16 * nv ? cw - c0 : 16 * nv, beta, o + c0, ldo, e, NULL,
-           prefetch && c0 == 0 ? rowb : 0);
+           cw - c0 < 16 * nv ? cw - c0 : 16 * nv, beta, o + c0, ldo, e, NULL, 0,
+           0, prefetch && c0 == 0 ? rowb : 0);
     return;
   }
   _Alignas(64) float part[MR * CG];
@@ -168,25 +159,26 @@ AI void group(sa_dtype t, size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
   const size_t kb = t == SA_Q8_0 ? 4 * KB : 2 * KB;
   /* a sub-block and 4 KiB ahead, as wsum.c */
   const size_t ahead = kb + sa_prefetch_rows_ahead(rowb, 4096);
+  sa_prefetcher cur = sa_prefetcher_at(v, ldvb, rowb, n, ahead);
+  sa_prefetcher *pf = prefetch ? &cur : NULL;
   size_t j0 = 0;
   do { /* n = 0 still writes o = beta * o */
     size_t nb = n - j0 < kb ? n - j0 : kb;
     sa_wsum_ends e = {j0 == 0, j0 + nb == n, part};
     const float *pj = p + j0;
     const char *vj = v + j0 * ldvb;
-    /* the first column block names a row per key; the others, nothing */
-    const sa_wsum_t_pf at = {v, rowb, n, j0};
-    const sa_wsum_t_pf *pf = prefetch ? &at : NULL;
-    for (size_t c0 = 0; c0 < cw; pf = NULL) {
+    size_t limit = j0 + nb + ahead;
+    sa_prefetcher_raise(&cur, j0 + ahead);
+    for (size_t c0 = 0; c0 < cw;) {
       /* whole blocks of nv vectors, then the rest 32 columns at a time */
       size_t w = cw - c0 >= 16 * nv ? 16 * nv : 32;
       size_t cn = cw - c0 < w ? cw - c0 : w;
       if (w == 32)
         rows(t, rb, 2, mr, nb, pj, ldp, vj, ldvb, c0, cn, beta, o + c0, ldo, e,
-             pf, ahead);
+             pf, limit, c0 == 0, 0);
       else
         rows(t, rb, nv, mr, nb, pj, ldp, vj, ldvb, c0, cn, beta, o + c0, ldo, e,
-             pf, ahead);
+             pf, limit, c0 == 0, 0);
       c0 += w;
       e.part += w;
     }
