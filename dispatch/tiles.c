@@ -32,7 +32,7 @@ static const sa_tiles scalar = {.m = {1},
 static const sa_tiles avx2 = {
     .m = {SA_AVX2_MR, SA_AVX2_DM, SA_AVX2_WSUM_MR},
     .m_cut = {SA_AVX2_DOTS_M_WIDE, SA_AVX2_DOTS_M},
-    /* wsum_t's sub-blocks are 2 KB (f16, bf16) and 4 KB (q8_0) keys */
+    /* wsum_t's sub-blocks are 4 KB (f16, bf16) and 8 KB (q8_0) keys */
     .n = {SA_AVX2_NR, SA_AVX2_DN, SA_AVX2_DN_WIDE, SA_AVX2_WSUM_KB,
           2 * SA_AVX2_WSUM_KB, 4 * SA_AVX2_WSUM_KB},
     /* softmax_impl.h's row max takes 4 vectors a step, exp and sum 2 */
@@ -51,9 +51,9 @@ static const sa_tiles avx512 = {
     .m = {SA_AVX512_MR, SA_AVX512_DM, SA_AVX512_WSUM_MR, SA_AVX512_BF16_MR,
           SA_AVX512_WSUM_M4, SA_AVX512_WSUM_M2},
     .m_cut = {SA_AVX512_DOTS_M, SA_AVX512_BF16_DOTS_M},
-    /* wsum_t's sub-blocks are 2 KB (f16, bf16) and 4 KB (q8_0) keys */
+    /* wsum_t's sub-blocks are 4 KB (f16, bf16) and 8 KB (q8_0) keys */
     .n = {SA_AVX512_NR, SA_AVX512_DN, SA_AVX512_BF16_NR, SA_AVX512_WSUM_KB,
-          2 * SA_AVX512_WSUM_KB, 4 * SA_AVX512_WSUM_KB},
+          4 * SA_AVX512_WSUM_KB, 8 * SA_AVX512_WSUM_KB},
     /* softmax_impl.h's row max takes 4 vectors a step, exp and sum 2 */
     .row = {SA_AVX512_LANES, 2 * SA_AVX512_LANES, 4 * SA_AVX512_LANES},
     /* score_t's and score_bf16's dot products take 32 values of d a step */

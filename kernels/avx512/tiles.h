@@ -28,7 +28,7 @@ enum {
   SA_AVX512_WSUM_NV4 = 4,  /*   this many vectors (64 columns) a block, */
   SA_AVX512_WSUM_M2 = 2,   /*   with at most this many, */
   SA_AVX512_WSUM_NV2 = 8,  /*   this many (128): as wide as registers hold */
-  SA_AVX512_WSUM_KB = 32,  /*   keys a sub-block, through every column */
+  SA_AVX512_WSUM_KB = 16,  /*   keys a sub-block, through every column */
   SA_AVX512_WSUM_CG = 128, /*   of a group of CG columns before the next */
   SA_AVX512_DECODE_CHUNK = 64, /* decode: keys a chunk (32 KiB of f32 K at
                                   d = 128; 32 and 128 measured no better) */

@@ -16,11 +16,13 @@
  * more rows take MR = 8 rows x NV = 2 vectors (tiles.h).
  *
  * Decode-shaped calls (m <= STREAM_M, score's dot-product cutoff) take
- * keys in sub-blocks of KB = 32 (16 KiB of f32 V at dv = 128), each
+ * keys in sub-blocks of KB = 16 (8 KiB of f32 V at dv = 128; 32 until
+ * 0.8's last change, 16 read V from memory 1.10x as fast at m = 4 and
+ * decode of 32 query heads over 8 KV heads 1.02-1.04x), each
  * sub-block through every column block before the next, the partial sums
  * parked on the stack between sub-blocks (wsum_ends.h: per lane the sum
  * still runs over j in order, bit for bit as one pass would). Columns go
- * in groups of CG = 128, so a sub-block stays 16 KiB at any dv. The first
+ * in groups of CG = 128, so a sub-block stays 8 KiB at any dv. The first
  * row block names V's lines in address order (kernels/prefetch.h), a line
  * per key for each vector it loads (and one more from the group's first
  * column block, for a row that straddles one line more than it has

@@ -11,16 +11,17 @@
  * scale into p[i][j]: that would round p * scale, and cost MR multiplies
  * per step instead of two.
  *
- * Decode-shaped calls (m <= STREAM_M) take keys in sub-blocks of as many
- * bytes as wsum.c's KB keys of f32 (2 KB keys of f16 / bf16, 4 KB of
- * q8_0: the parked sums then cost as rarely), columns in groups of CG, the
- * partial sums parked between sub-blocks bit for bit (wsum_ends.h), all as
- * in wsum.c, which says why. With at most 4 rows the column blocks are as
- * wide as wsum.c's (M2 rows x NV2 vectors, M4 x NV4), whole blocks while
- * they last and the rest 32 columns at a time: a key's widened vectors and
- * its rows' broadcasts then feed 16 FMAs instead of 8 (m = 4). More rows
- * keep one pass of all n keys a column block, the first prefetching whole
- * rows PF keys ahead, as wsum.c's.
+ * Decode-shaped calls (m <= STREAM_M) take keys in sub-blocks of 64 keys
+ * of f16 / bf16 (4 KB) and 128 of q8_0 (8 KB): twice wsum.c's f32 bytes,
+ * since the parked sums cost more beside the narrow rows' fewer bytes
+ * (with 2 KB keys of f16, 4 rows gained 4% from memory, one row lost 2%),
+ * columns in groups of CG, the partial sums parked between sub-blocks bit for
+ * bit (wsum_ends.h), all as in wsum.c, which says why. With at most 4 rows the
+ * column blocks are as wide as wsum.c's (M2 rows x NV2 vectors, M4 x NV4),
+ * whole blocks while they last and the rest 32 columns at a time: a key's
+ * widened vectors and its rows' broadcasts then feed 16 FMAs instead of 8 (m =
+ * 4). More rows keep one pass of all n keys a column block, the first
+ * prefetching whole rows PF keys ahead, as wsum.c's.
  *
  * How V is named (0.8, as wsum.c): the first row block trickles the
  * cursor (kernels/prefetch.h) through every column block, as many lines a
@@ -154,9 +155,9 @@ AI void group(sa_dtype t, size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
     return;
   }
   _Alignas(64) float part[MR * CG];
-  /* as many keys a sub-block as f32's bytes (avx2's q8_0 decode, bound by
+  /* twice f32's bytes (the header says why; avx2's q8_0 decode, bound by
    * its widening, lost 5% with 32-key sub-blocks) */
-  const size_t kb = t == SA_Q8_0 ? 4 * KB : 2 * KB;
+  const size_t kb = t == SA_Q8_0 ? 8 * KB : 4 * KB;
   /* a sub-block and 4 KiB ahead, as wsum.c */
   const size_t ahead = kb + sa_prefetch_rows_ahead(rowb, 4096);
   sa_prefetcher cur = sa_prefetcher_at(v, ldvb, rowb, n, ahead);
