@@ -293,12 +293,14 @@ typedef struct shape_data {
 
 static shape_data cur = {.idx = -1};
 
-/* K and V of every shape live in two pools that only grow, so the decode
- * shapes' 512 MiB of copies are allocated and written once per run: on a
- * VM of this project's (Zen 5, 2 cores) memory freshly handed back by the
- * OS read several times slower for a while after it was written (decode
- * h32/kv8 f32, one 0.15 s run: 22.6 ms a call against 1.6 ms once settled),
- * so every decode row paid for the pages its predecessor had freed. */
+/* K and V of every shape live in two pools that only grow, sized for the
+ * decode rows' copies at the first decode row, so those copies (the
+ * run's decode_bytes) are allocated and written once per run rather than
+ * once per row; a run without decode rows never asks for them. Each decode
+ * row still reads its copies until they settle before it is timed (see
+ * bm_attention): on this project's Zen 5 VM a row timed right after its
+ * copies were written once ran up to 10 times slow (most of that was the
+ * probe's huge pages: bench/peak_mem.c). */
 static float *kv_pool[2];
 static size_t kv_pool_floats;
 
@@ -351,7 +353,9 @@ static shape_data *data_for(int idx) {
   }
   cur.kv_bytes = sa_dtype_bytes(s->kvt, cur.kv_elems);
   /* every decode kind reads its cache from memory, as a decoder does */
-  if (s->kind == DECODE || s->kind == MIXED || s->kind == PAGED) {
+  const int decoding =
+      s->kind == DECODE || s->kind == MIXED || s->kind == PAGED;
+  if (decoding) {
     cur.copies = sa_bench_cfg.decode_bytes / (2 * cur.kv_bytes);
     if (cur.copies < 1)
       cur.copies = 1;
@@ -359,8 +363,9 @@ static shape_data *data_for(int idx) {
   /* every tensor filled in f32, then rounded to its type */
   size_t kv_floats = (cur.kv_bytes * cur.copies + 3) / 4;
   cur.q = sa_bench_alloc(cur.q_elems);
-  /* the decode shapes' size first, so the pools are allocated once */
-  size_t decode_floats = sa_bench_cfg.decode_bytes / 2 / sizeof(float) + 16;
+  /* a decode row asks for every decode row's size, so the pools grow once */
+  size_t decode_floats =
+      decoding ? sa_bench_cfg.decode_bytes / 2 / sizeof(float) + 16 : 0;
   kv_from_pool(kv_floats > decode_floats ? kv_floats : decode_floats, &cur.k,
                &cur.v);
   cur.o = sa_bench_alloc(cur.o_elems);
