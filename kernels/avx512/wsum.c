@@ -17,8 +17,8 @@
  *
  * Decode-shaped calls (m <= STREAM_M, score's dot-product cutoff) take
  * keys in sub-blocks of KB = 16 (8 KiB of f32 V at dv = 128; 32 until
- * 0.8's last change, 16 read V from memory 1.10x as fast at m = 4 and
- * decode of 32 query heads over 8 KV heads 1.02-1.04x), each
+ * 0.8's last change, 16 read V from memory 1.10x as fast at m = 4, and
+ * decode of 32 query heads over 8 KV heads 1.01-1.02x), each
  * sub-block through every column block before the next, the partial sums
  * parked on the stack between sub-blocks (wsum_ends.h: per lane the sum
  * still runs over j in order, bit for bit as one pass would). Columns go
