@@ -78,16 +78,18 @@ AI void key(size_t mr, size_t nv, const float *p, size_t ldp, const float *row,
   }
 }
 
-/* Columns 16 c + lanes of km[c] (c < nv) of mr rows over keys [0, n) of a
- * sub-block; pf (if any) names nv lines of V per key (extra: one more), up
- * to row `limit`; else ahead > 0 prefetches `ahead` floats of the row PF
- * keys further on. mr and nv are constants at every call, so acc lives in
- * registers. */
+/* The nv vectors of columns from v of mr rows, cn of those columns left
+ * before the group's end, over keys [0, n) of a sub-block; pf (if any)
+ * names nv lines of V per key (extra: one more), up to row `limit`; else
+ * ahead > 0 prefetches `ahead` floats of the row PF keys further on. mr and
+ * nv are constants at every call, so acc lives in registers. */
 AI void tile(size_t mr, size_t nv, size_t n, const float *p, size_t ldp,
-             const float *v, size_t ldv, const __mmask16 *km, const float *beta,
-             float *o, size_t ldo, sa_wsum_ends e, sa_prefetcher *pf,
-             size_t limit, int extra, size_t ahead) {
+             const float *v, size_t ldv, size_t cn, const float *beta, float *o,
+             size_t ldo, sa_wsum_ends e, sa_prefetcher *pf, size_t limit,
+             int extra, size_t ahead) {
   __m512 acc[MR][NV];
+  __mmask16 km[NV];
+  sa_wsum_masks(nv, cn, km);
   sa_wsum_begin(mr, nv, e, acc);
   /* one loop per way to prefetch, so that the others test nothing */
   if (pf)
@@ -113,11 +115,11 @@ AI void tile(size_t mr, size_t nv, size_t n, const float *p, size_t ldp,
 
 /* The tile for mr rows, mr <= rb (rb 2, 4 or MR, a constant). */
 AI void rows(size_t rb, size_t nv, size_t mr, size_t n, const float *p,
-             size_t ldp, const float *v, size_t ldv, const __mmask16 *km,
+             size_t ldp, const float *v, size_t ldv, size_t cn,
              const float *beta, float *o, size_t ldo, sa_wsum_ends e,
              sa_prefetcher *pf, size_t limit, int extra, size_t ahead) {
 #define TILE(r)                                                                \
-  tile(r, nv, n, p, ldp, v, ldv, km, beta, o, ldo, e, pf, limit, extra, ahead)
+  tile(r, nv, n, p, ldp, v, ldv, cn, beta, o, ldo, e, pf, limit, extra, ahead)
   SA_UNROLL_1_RB(rb, mr, TILE);
 #undef TILE
 }
@@ -130,15 +132,11 @@ AI void group(size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
               const float *p, size_t ldp, const float *v, size_t ldv,
               const float *beta, float *o, size_t ldo, int prefetch,
               int stream) {
-  __mmask16 km[NV];
   if (!stream) { /* one pass of all n keys a column block, nothing parked */
     const sa_wsum_ends e = {1, 1, NULL};
-    for (size_t c0 = 0; c0 < cw; c0 += 16 * nv) {
-      for (size_t c = 0; c < nv; c++)
-        km[c] = sa_mask16(cw > c0 + 16 * c ? cw - c0 - 16 * c : 0);
-      rows(rb, nv, mr, n, p, ldp, v + c0, ldv, km, beta, o + c0, ldo, e, NULL,
-           0, 0, prefetch && c0 == 0 ? cw : 0);
-    }
+    for (size_t c0 = 0; c0 < cw; c0 += 16 * nv)
+      rows(rb, nv, mr, n, p, ldp, v + c0, ldv, cw - c0, beta, o + c0, ldo, e,
+           NULL, 0, 0, prefetch && c0 == 0 ? cw : 0);
     return;
   }
   _Alignas(64) float part[MR * CG];
@@ -154,12 +152,9 @@ AI void group(size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
     sa_wsum_ends e = {j0 == 0, j0 + nb == n, part};
     const float *pj = p + j0, *vj = v + j0 * ldv;
     sa_prefetcher_raise(&cur, j0 + ahead);
-    for (size_t c0 = 0; c0 < cw; c0 += 16 * nv, e.part += 16 * nv) {
-      for (size_t c = 0; c < nv; c++)
-        km[c] = sa_mask16(cw > c0 + 16 * c ? cw - c0 - 16 * c : 0);
-      rows(rb, nv, mr, nb, pj, ldp, vj + c0, ldv, km, beta, o + c0, ldo, e, pf,
-           limit, c0 == 0, 0);
-    }
+    for (size_t c0 = 0; c0 < cw; c0 += 16 * nv, e.part += 16 * nv)
+      rows(rb, nv, mr, nb, pj, ldp, vj + c0, ldv, cw - c0, beta, o + c0, ldo, e,
+           pf, limit, c0 == 0, 0);
     j0 += nb;
   } while (j0 < n);
 }

@@ -27,6 +27,14 @@ enum {
   SA_WSUM_CG = SA_AVX512_WSUM_CG,
 };
 
+/* The masks of a column block of nv vectors with cn columns left in it (all
+ * lanes of a vector cn covers, none past it). */
+static inline __attribute__((always_inline)) void
+sa_wsum_masks(size_t nv, size_t cn, __mmask16 km[SA_WSUM_NV]) {
+  for (size_t c = 0; c < nv; c++)
+    km[c] = sa_mask16(cn > 16 * c ? cn - 16 * c : 0);
+}
+
 /* Where a tile's sums come from and go: they start at 0 (first) or from
  * the parked partial sums `part` (rows CG floats apart), and end in o with
  * beta (last) or parked again. */

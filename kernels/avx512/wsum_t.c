@@ -96,8 +96,7 @@ AI void tile(sa_dtype t, size_t mr, size_t nv, size_t n, const float *p,
              sa_prefetcher *pf, size_t limit, int extra, size_t ahead) {
   __m512 acc[MR][SA_WSUM_NV];
   __mmask16 km[SA_WSUM_NV];
-  for (size_t c = 0; c < nv; c++)
-    km[c] = sa_mask16(cn > 16 * c ? cn - 16 * c : 0);
+  sa_wsum_masks(nv, cn, km);
   sa_wsum_begin(mr, nv, e, acc);
   /* one loop per way to prefetch, so that the others test nothing */
   if (pf)
