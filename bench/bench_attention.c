@@ -566,9 +566,8 @@ static void bm_attention(sa_bench_state *st, void *argp) {
    * time (within 5%), or 8 passes, or a second of them: see kv_from_pool
    * for why. Once per row: Google Benchmark calls a row several times as
    * it sizes its run. */
-  double warm_start = sa_bench_now();
-  for (double prev = -1, t0 = warm_start, pass = 0;
-       !a->warmed && sd->copies > 1 && pass < 8; pass++) {
+  double warm_start = sa_bench_now(), prev = -1, t0 = warm_start;
+  for (int pass = 0; !a->warmed && sd->copies > 1 && pass < 8; pass++) {
     for (size_t c = 0; c < sd->copies; c++)
       (void)run_copy(a, s, ctx, &desc, sd, dnnl, c);
     double t1 = sa_bench_now(), t = t1 - t0;
