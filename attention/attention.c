@@ -295,8 +295,8 @@ sa_status sa_attention_workspace(const sa_context *ctx,
   sa_plan p;
   sa_status st;
   if ((st = load_desc(desc, &d)) ||
-      (st = sa_plan_make(&d, ctx ? ctx->block_q : SA_DEFAULT_BLOCK_Q,
-                         ctx ? ctx->block_kv : 0, &p)))
+      (st = sa_plan_make(&d, ctx ? ctx->block_q : 0, ctx ? ctx->block_kv : 0,
+                         &p)))
     return st;
   size_t workers = ctx ? (size_t)ctx->nthreads : 1, ntiles, split_floats;
   job j;

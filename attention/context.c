@@ -68,8 +68,8 @@ static sa_status context_new(const sa_kernel_set *ks, const sa_pool_config *cfg,
     free(ctx);
     return sa_fail(SA_ERR_NO_MEMORY, "context");
   }
-  ctx->block_q = o->block_q ? o->block_q : SA_DEFAULT_BLOCK_Q;
-  ctx->block_kv = o->block_kv; /* 0: chosen per call by the tile's rows */
+  ctx->block_q = o->block_q; /* 0: chosen per call by the call's shape */
+  ctx->block_kv = o->block_kv;
   sa_status st = sa_pool_create(&ctx->pool_cfg, &ctx->pool);
   if (st != SA_OK) {
     ctx->pool = NULL;
@@ -143,10 +143,22 @@ sa_status sa_context_create(const sa_context_options *opts, sa_context **out) {
   sa_context *ctx;
   if ((st = context_new(ks, &cfg, &o, &ctx)))
     return st;
-  if (sa_verbose())
+  if (sa_verbose()) {
     fprintf(stderr, "simdattn: context: kernel set %s (%s), %d thread(s), %s\n",
             ks->name, ks->about, ctx->nthreads,
             sa_pool_pinned(ctx->pool) ? "pinned one per core" : "unpinned");
+    if (o.block_q || o.block_kv)
+      fprintf(stderr,
+              "simdattn: context: blocks %zu x %zu (options; 0: "
+              "default)\n",
+              o.block_q, o.block_kv);
+    else
+      fprintf(stderr,
+              "simdattn: context: L2 %zu KiB a core: fused prefill blocks "
+              "%d x %d where dim_qk + dim_v <= %zu, else %d x %d\n",
+              sa_topology_l2() >> 10, SA_WIDE_BLOCK_Q, SA_WIDE_BLOCK_KV,
+              sa_wide_dims(), SA_DEFAULT_BLOCK_Q, SA_DEFAULT_BLOCK_KV);
+  }
   *out = ctx;
   return SA_OK;
 }

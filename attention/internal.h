@@ -9,6 +9,9 @@
 
 #define SA_DEFAULT_BLOCK_Q 64
 #define SA_DEFAULT_BLOCK_KV 256
+/* Prefill's blocks where a core's L2 holds their working set (plan.c). */
+#define SA_WIDE_BLOCK_Q 128
+#define SA_WIDE_BLOCK_KV 512
 /* Tiles of at most SA_DECODE_ROWS rows (decode: one position, or a GQA
  * group's heads stacked) take SA_DECODE_BLOCK_KV keys a step unless the
  * context sets block_kv: their score tile stays small, and every kernel
@@ -45,7 +48,7 @@ struct sa_context {
   const sa_kernel_set *ks;
   sa_pool *pool;
   sa_pool_config pool_cfg;  /* kept to start the pool again after fork() */
-  size_t block_q, block_kv; /* block_kv 0: chosen per call (plan.c) */
+  size_t block_q, block_kv; /* 0: chosen per call (plan.c) */
   sa_scratch *scratch;      /* one per worker */
   int nthreads;
   unsigned char *workspace; /* the caller's, 64-byte aligned; NULL: ours */
@@ -156,7 +159,12 @@ static inline const void *sa_at(const void *base, size_t units, size_t unit) {
   return (const char *)base + units * unit;
 }
 
-/* Validates desc (no pointer checks) into plan; SA_OK or the reason. */
+/* The largest dim_qk + dim_v whose wide blocks fit a core's L2 (0: none,
+ * or no L2 found). */
+size_t sa_wide_dims(void);
+
+/* Validates desc (no pointer checks) into plan; SA_OK or the reason.
+ * block_q / block_kv 0: the defaults for the call's shape. */
 sa_status sa_plan_make(const sa_attention_desc *desc, size_t block_q,
                        size_t block_kv, sa_plan *plan);
 

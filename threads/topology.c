@@ -75,3 +75,29 @@ int sa_topology_cpus(void) {
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   return online < 1 ? 1 : online > 65536 ? 65536 : (int)online;
 }
+
+static pthread_once_t l2_once = PTHREAD_ONCE_INIT;
+static size_t l2_bytes; /* written once, under l2_once */
+
+static void l2_find(void) {
+  hwloc_topology_t topo = sa_topology();
+  if (!topo)
+    return;
+  size_t least = 0;
+  int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_L2CACHE);
+  for (int i = 0; i < n; i++) {
+    hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_L2CACHE, (unsigned)i);
+    int cores =
+        hwloc_get_nbobjs_inside_cpuset_by_type(topo, o->cpuset, HWLOC_OBJ_CORE);
+    size_t each = (size_t)o->attr->cache.size / (size_t)(cores > 1 ? cores : 1);
+    if (least == 0 || each < least)
+      least = each;
+  }
+  if (least >= ((size_t)128 << 10) && least <= ((size_t)16 << 20))
+    l2_bytes = least;
+}
+
+size_t sa_topology_l2(void) {
+  pthread_once(&l2_once, l2_find);
+  return l2_bytes;
+}

@@ -31,4 +31,9 @@ hwloc_bitmap_t sa_topology_within(hwloc_topology_t topo, const char *cpus,
  * than this and they take turns on CPUs. */
 int sa_topology_cpus(void);
 
+/* The L2 cache one core has to itself: the smallest L2 the topology lists,
+ * divided among the cores under it; 0 when hwloc finds none or reports a
+ * size outside [128 KiB, 16 MiB] (a hypervisor's invention). */
+size_t sa_topology_l2(void);
+
 #endif
