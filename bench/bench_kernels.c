@@ -1,7 +1,8 @@
 /*
  * kernel/<op>/<set>/<tile>: each micro-kernel of every kernel set this CPU
- * runs, on the tiles the drivers hand it (block_q = 64 query rows against
- * 256 or 1024 keys), at d = 64 and 128.
+ * runs, on tiles of 64 query rows against 256 or 1024 keys (the drivers'
+ * blocks where a core's L2 is small; prefill takes 128 x 512 where it
+ * holds them, docs/DESIGN.md "Attention drivers"), at d = 64 and 128.
  *
  *   score, wsum       GFLOPS = 2*m*n*d per call (wsum: with beta = 1, the
  *                     m*d rescale multiplies not counted), % of the set's
