@@ -318,7 +318,7 @@ static sa_status plan_types(const sa_attention_desc *d, sa_plan *p) {
  * scores tile, the tile's Q and O rows, in f32) fits the L2 cache one core
  * has (hwloc), else SA_DEFAULT_BLOCK_Q and (unless the context set it)
  * block_kv chosen by plan_make. On Zen 5 (1 MiB L2) the wide blocks ran
- * prefill and cross-attention 1.01-1.07x as fast at d = 64 and 128
+ * prefill and cross-attention 1.02-1.11x as fast at d = 64 and 128
  * (docs/DESIGN.md, "Attention drivers"). Decode tiles, paged caches
  * (blocks read in place within 256-key pages), three-pass (a whole row of
  * scores a row) and masks read element by element keep the defaults: a
