@@ -189,6 +189,22 @@ run_pass() {
     fi
   done <"$parts/groups"
 
+  # The read probe once more, after the attention rows: a probe measured in
+  # a slow minute of a shared machine would otherwise put rows above 100 %
+  # of it; the render takes the best repetition of both runs.
+  if grep -q '^peak/read/' "$parts/names"; then
+    "$bin" $args --benchmark_filter='^peak/read/' \
+      --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+      --benchmark_min_time="$min_time_flag" \
+      --benchmark_out="$parts/99.json" --benchmark_out_format=json \
+      </dev/null >/dev/null 2>"$parts/99.json.err" || {
+      echo "compare: the second read probe failed:" >&2
+      tail -n 20 "$parts/99.json.err" >&2
+      exit 1
+    }
+    echo "  read probe again: $(python3 tools/render.py --peak-flag "$parts/99.json" | sed 's/.*mem:/mem /') GB/s"
+  fi
+
   python3 tools/render.py --merge "$out/$tag.json" "$parts"/[0-9]*.json
   echo
   python3 tools/render.py --out "$out/$tag" "$out/$tag.json" || {

@@ -59,6 +59,11 @@ def median(xs):
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
+def rate(entry):
+    """A probe entry's rate: GB/s or GFLOP/s (0 when it has neither)."""
+    return entry.get("GBps", entry.get("GFLOPS", 0.0)) or 0.0
+
+
 def pick_rows(benchmarks):
     """One record per benchmark: the median aggregate when there is one,
     else the median of its iteration runs. Keeps first-appearance order."""
@@ -68,7 +73,14 @@ def pick_rows(benchmarks):
         if name not in aggs and name not in iters:
             order.append(name)
         if e.get("run_type") == "aggregate":
-            aggs.setdefault(name, {})[e.get("aggregate_name")] = e
+            got = aggs.setdefault(name, {})
+            kind = e.get("aggregate_name")
+            # a probe run twice (make compare reads memory again after the
+            # attention rows): its best repetition is the better of both,
+            # since noise only ever slows a probe down
+            if kind == "max" and kind in got and rate(got[kind]) >= rate(e):
+                continue
+            got[kind] = e
         else:
             iters.setdefault(name, []).append(e)
     rows = []
