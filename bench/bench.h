@@ -50,7 +50,8 @@ int sa_peak_parse(const char *spec);
 typedef struct sa_bench_bw {
   double gbs;          /* the best pass, GB/s */
   double gbs_plain;    /* the best pass without software prefetch */
-  double gbs_prefetch; /* the best pass with it */
+  double gbs_prefetch; /* the best pass prefetching every line */
+  double gbs_pages;    /* the best pass prefetching each page's first line */
   const char *isa;     /* whose read probe */
 } sa_bench_bw;
 

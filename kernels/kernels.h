@@ -147,13 +147,20 @@ uint64_t sa_peak_fma__neon(uint64_t reps, float *sink);
  * "% of bandwidth" is measured against, one per ISA, with its widest loads.
  * Reads bytes (a multiple of SA_PEAK_READ_BLOCK) from buf, 64-byte aligned,
  * into independent accumulators and returns their fold; prefetch > 0 also
- * prefetches that many bytes ahead (0: the hardware prefetchers alone). */
+ * prefetches that many bytes ahead (0: the hardware prefetchers alone):
+ * every line (every = 64), or only the lines at multiples of `every` bytes
+ * (a power of two: 4096 names each page's first line, kernels/prefetch.h,
+ * "Pages ahead"). */
 #define SA_PEAK_READ_BLOCK 512
 typedef uint64_t (*sa_peak_read_fn)(const void *buf, size_t bytes,
-                                    size_t prefetch);
-uint64_t sa_peak_read__scalar(const void *buf, size_t bytes, size_t prefetch);
-uint64_t sa_peak_read__avx2(const void *buf, size_t bytes, size_t prefetch);
-uint64_t sa_peak_read__avx512(const void *buf, size_t bytes, size_t prefetch);
-uint64_t sa_peak_read__neon(const void *buf, size_t bytes, size_t prefetch);
+                                    size_t prefetch, size_t every);
+uint64_t sa_peak_read__scalar(const void *buf, size_t bytes, size_t prefetch,
+                              size_t every);
+uint64_t sa_peak_read__avx2(const void *buf, size_t bytes, size_t prefetch,
+                            size_t every);
+uint64_t sa_peak_read__avx512(const void *buf, size_t bytes, size_t prefetch,
+                              size_t every);
+uint64_t sa_peak_read__neon(const void *buf, size_t bytes, size_t prefetch,
+                            size_t every);
 
 #endif /* SA_KERNELS_H */

@@ -343,8 +343,10 @@ def header_lines(run):
                   f"{t} thread{'s' if t > 1 else ''} {sig(v[2])} GB/s" for t, v in reads))
         pf = [v[3] for _, v in reads if "GBps_prefetch" in v[3]]
         if pf:
-            ml += " (without / with software prefetch: " + ", ".join(
-                f"{sig(e['GBps_no_prefetch'])} / {sig(e['GBps_prefetch'])}" for e in pf) + ")"
+            ml += (" (without software prefetch / every line / each page's first"
+                   " line: " + ", ".join(
+                       f"{sig(e['GBps_no_prefetch'])} / {sig(e['GBps_prefetch'])} / "
+                       f"{sig(e.get('GBps_prefetch_pages', 0))}" for e in pf) + ")")
         ml += f"; decode rows' `bw` is of the {run.threads}-thread figure"
         triads = sorted((t, v) for (w, t), v in probes.items() if w == "triad")
         if triads:

@@ -1,14 +1,16 @@
 /*
  * Read-bandwidth probe, AVX2: 256-bit aligned loads, sixteen per 512-byte
  * block, summed into four independent accumulators with vpaddq. With
- * prefetch > 0 every line is also prefetched that many bytes ahead; the
- * bench measures both and keeps the faster. Built with the avx2 set's
- * flags; called only when the CPU runs that set (dispatch/registry.c).
+ * prefetch > 0 it also prefetches that many bytes ahead, every line or each
+ * page's first (kernels/kernels.h); the bench measures the three ways and
+ * keeps the fastest. Built with the avx2 set's flags; called only when the
+ * CPU runs that set (dispatch/registry.c).
  */
 #include <immintrin.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "kernels/peak_read.h"
 
 #define LOAD(off) _mm256_load_si256((const __m256i *)(p + i + (off)))
 #define LINE(l)                                                                \
@@ -26,14 +28,14 @@
     LINE(384);                                                                 \
   } while (0)
 
-uint64_t sa_peak_read__avx2(const void *buf, size_t bytes, size_t prefetch) {
+uint64_t sa_peak_read__avx2(const void *buf, size_t bytes, size_t prefetch,
+                            size_t every) {
   const char *p = buf;
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   /* Prefetch only while the target is inside the buffer. */
   size_t i = 0, stop = prefetch && bytes > prefetch ? bytes - prefetch : 0;
   for (; i < stop; i += SA_PEAK_READ_BLOCK) {
-    for (size_t l = 0; l < SA_PEAK_READ_BLOCK; l += 64)
-      _mm_prefetch(p + i + prefetch + l, _MM_HINT_T0);
+    sa_peak_read_prefetch(p + i + prefetch, every);
     BLOCK();
   }
   for (; i < bytes; i += SA_PEAK_READ_BLOCK)

@@ -109,7 +109,7 @@ dots(size_t mr, size_t dn, size_t d, const float *q, size_t ldq,
     __m256 b[4];
     for (size_t c = 0; c < dn; c++) {
       if (pf && p % 16 == 0)
-        sa_prefetch_next(pf, limit, 0);
+        sa_prefetch_next(pf, limit, 0, 1);
       b[c] = _mm256_loadu_ps(kr[c] + p);
     }
     for (size_t r = 0; r < mr; r++) {

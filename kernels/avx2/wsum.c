@@ -75,7 +75,7 @@ tile(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
   /* the loop twice, so that the one without a cursor tests nothing */
   if (pf)
     for (size_t j = 0; j < n; j++) {
-      sa_prefetch_next(pf, limit, 0);
+      sa_prefetch_next(pf, limit, 0, 1);
       key(mr, nv, cols, p + j, ldp, v + j * ldv, acc);
     }
   else

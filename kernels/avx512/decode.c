@@ -5,16 +5,16 @@
  *
  * Decode is a stream: each K and V byte is used by the m rows of one call
  * and never again, so its speed is how fast K and V arrive. Here a chunk's
- * scores stay in an L1 tile on the stack (16 x CHUNK floats), and the two
- * streams are software-pipelined: while the dot products read this chunk's
- * K rows they prefetch its V rows, and while the value sums read V they
- * prefetch the next chunk's K rows, so the other stream is always on its
- * way (a chunk of K and of V is 32 KiB each at d = 128, f32). Against the
- * three kernels on blocks of a thousand keys this measured 0.85-1.1x on
- * contiguous caches (one long stream per kernel is what the prefetchers
- * follow furthest) and faster on short blocks, where the three kernels pay
- * a call each and a rescale: the driver uses it for pages shorter than a
- * key block (docs/DESIGN.md, "The decode kernel").
+ * scores stay in an L1 tile on the stack (16 x CHUNK floats), and the rows
+ * are read as one stream, a chunk's K rows, its V rows, the next chunk's K
+ * rows: the dot products and the value sums prefetch it 8 KiB ahead, a row
+ * per row they read, and the 4 KiB pages of the rows two chunks on are
+ * touched before that (prefetch_pages; 0.9.1). Against the three kernels
+ * on blocks of a thousand keys this measured 0.85-1.1x on contiguous
+ * caches (one long stream per kernel is what the prefetchers follow
+ * furthest) and faster on short blocks, where the three kernels pay a call
+ * each and a rescale: the driver uses it for pages shorter than a key block
+ * (docs/DESIGN.md, "The decode kernel").
  *
  * Per chunk, as the contract's composition does:
  *  - dots: DM rows x DN keys of vector accumulators over d, K read as it
@@ -47,24 +47,71 @@
 #include "kernels/kernels.h"
 #include "kernels/unroll.h"
 
-enum { CHUNK = SA_AVX512_DECODE_CHUNK, DM = SA_AVX512_DM, DN = SA_AVX512_DN };
+enum {
+  CHUNK = SA_AVX512_DECODE_CHUNK,
+  DM = SA_AVX512_DM,
+  DN = SA_AVX512_DN,
+  FAR = 2 /* chunks ahead a page is first touched (1 and 3 measured slower) */
+};
+
+/* What the value sums prefetch from: the stream of prefetch_ahead. */
+typedef struct stream_ahead {
+  const void *const *k;
+  size_t krow, vrow;
+  const void *const *kn;
+  size_t nk, ahead;
+} stream_ahead;
 
 #define AI static inline __attribute__((always_inline))
 
 typedef __m512 (*exp16_fn)(__m512);
 
-/* Every 64-byte line of [row, row + bytes) on its way to L2, not L1: a
- * chunk of K and one of V (32 KiB each at d = 128, f32) do not both fit a
- * 48 KiB L1D, so lines prefetched there evicted the stream being read. On a
- * Sapphire Rapids class Xeon (f32, 4 rows a call, 8 KV heads of 8 sequences
- * of 512..4096 keys read from memory) prefetcht1 took decode on contiguous
- * rows from 1.09-1.10x the three kernels' time to 1.02-1.06x, and over
- * 16-key pages from 1.21-1.30x to 1.17-1.21x (docs/DESIGN.md, "The decode
- * kernel"). */
+/* Every 64-byte line of [row, row + bytes), into L1: rows are named 8 KiB
+ * ahead of the reader in the order it reads them (prefetch_ahead), which
+ * a 48 KiB L1D holds beside what is being read. Until 0.9.1 a whole chunk
+ * was named ahead (a chunk's V rows during its dot products, the next
+ * chunk's K rows during its value sums: 32 KiB each at d = 128, f32), into
+ * L2 only, since that much evicted the stream from L1; on the Zen 5 VM the
+ * nearer prefetch with the pages a chunk or two ahead (prefetch_pages)
+ * reads 16-key pages 1.17-1.29x faster, and into L2 it gained less (8 KiB
+ * ahead into L2: 1.12x). */
 AI void prefetch_row(const char *row, size_t bytes) {
   const char *x = (const char *)((uintptr_t)row & ~(uintptr_t)63);
   for (; x < row + bytes; x += 64)
-    _mm_prefetch(x, _MM_HINT_T1);
+    _mm_prefetch(x, _MM_HINT_T0);
+}
+
+/* The row `ahead` rows past row x of the chunk's stream, which reads the
+ * chunk's K rows (k, nc of them), then its V rows, then the next chunk's
+ * K rows (kn, nk). */
+AI void prefetch_ahead(size_t x, size_t nc, const void *const *k, size_t krow,
+                       const void *const *v, size_t vrow, const void *const *kn,
+                       size_t nk) {
+  if (x < nc)
+    prefetch_row(k[x], krow);
+  else if (x - nc < nc)
+    prefetch_row(v[x - nc], vrow);
+  else if (x - 2 * nc < nk)
+    prefetch_row(kn[x - 2 * nc], krow);
+}
+
+/* The first line of each 4 KiB page that rows [j0, j0 + nr) of src touch,
+ * into every level, FAR chunks ahead of the reader: the page's translation
+ * and its hardware prefetch are under way before prefetch_row's lines are
+ * asked for (kernels/prefetch.h, "Pages ahead"). */
+AI void prefetch_pages(const sa_decode_src *src, size_t j0, size_t nr,
+                       size_t bytes) {
+  uintptr_t last = 0;
+  for (size_t j = j0; j < j0 + nr; j++) {
+    const char *row =
+        src->list ? (const char *)src->list[j] : src->base + j * src->bytes;
+    uintptr_t a = (uintptr_t)row, e = a + bytes - 1;
+    for (uintptr_t pg = a >> 12; pg <= e >> 12; pg++)
+      if (pg != last) {
+        last = pg;
+        _mm_prefetch((const char *)(pg << 12 > a ? pg << 12 : a), _MM_HINT_T0);
+      }
+  }
 }
 
 /* Values p .. p + 32 of a row of type t, rem of them valid (q8_0: p a
@@ -112,18 +159,19 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
   sa_dots_store(mr, acc, scale, s, lds, nk);
 }
 
-/* The chunk's scores, s[i][0..nc) for every row, K rows at k[j]; the V
- * rows of the same keys (v[j], vrow bytes each) are prefetched meanwhile. */
+/* The chunk's scores, s[i][0..nc) for every row, K rows at k[j]; the
+ * stream's rows `ahead` rows on are prefetched meanwhile, one per key. */
 AI void chunk_dots(sa_dtype t, size_t m, size_t nc, size_t d, const float *q,
-                   size_t ldq, const void *const *k, const void *const *v,
-                   size_t vrow, float scale, float *s) {
+                   size_t ldq, const void *const *k, size_t krow,
+                   const void *const *v, size_t vrow, const void *const *kn,
+                   size_t nkn, size_t ahead, float scale, float *s) {
   for (size_t j0 = 0; j0 < nc; j0 += DN) {
     size_t nk = nc - j0 < DN ? nc - j0 : DN;
     const char *kr[DN];
     for (size_t c = 0; c < DN; c++)
       kr[c] = k[c < nk ? j0 + c : j0];
     for (size_t c = 0; c < nk; c++)
-      prefetch_row(v[j0 + c], vrow);
+      prefetch_ahead(j0 + c + ahead, nc, k, krow, v, vrow, kn, nkn);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
 #define DOTS(r)                                                                \
   dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, CHUNK, nk, scale)
@@ -177,13 +225,12 @@ static void online_row(float *s, size_t nc, float *mx, float *l, float *alpha,
 }
 
 /* ---- value sums: o[r][c0 ..) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..]
- * for rows 0..mr, NV vectors of columns (cn of them valid); the next
- * chunk's K rows (nk rows at kn[j], krow bytes each) are prefetched, one
- * per V row used. mr and NV constants at every call. */
+ * for rows 0..mr, NV vectors of columns (cn of them valid); with pf, the
+ * stream's rows `ahead` rows on are prefetched, one per V row used
+ * (prefetch_ahead). mr and NV constants at every call. */
 AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
              const void *const *v, size_t c0, size_t cn, const float *alpha,
-             float *o, size_t ldo, const void *const *kn, size_t nk,
-             size_t krow) {
+             float *o, size_t ldo, int pf, const stream_ahead *st) {
   __m512 acc[8][8];
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++)
@@ -191,8 +238,9 @@ AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
     for (size_t c = 0; c < NV; c++)
       acc[r][c] = _mm512_setzero_ps();
   for (size_t j = 0; j < nc; j++) {
-    if (j < nk)
-      prefetch_row(kn[j], krow);
+    if (pf)
+      prefetch_ahead(nc + j + st->ahead, nc, st->k, st->krow, v, st->vrow,
+                     st->kn, st->nk);
     __m512 b[8];
 #pragma GCC unroll 4
     for (size_t g = 0; g < NV / 2; g++) {
@@ -228,16 +276,17 @@ AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
 
 /* Every row and column of the chunk, in passes over its V rows of RB rows
  * and 16 NV columns each (as many as the registers hold); the first pass
- * prefetches the next chunk's K. */
+ * prefetches. */
 AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
                    const void *const *v, const float *alpha, float *o,
-                   size_t ldo, const void *const *kn, size_t nk, size_t krow) {
+                   size_t ldo, const stream_ahead *st) {
 #define PASS(r, NV, i0)                                                        \
   sums(t, r, NV, nc, p + (i0)*CHUNK, v, c0, cn, alpha + (i0), o + (i0)*ldo,    \
-       ldo, kn, pk, krow)
+       ldo, pf, st)
   if (m <= 2) {
     for (size_t c0 = 0; c0 < dv; c0 += 128) {
-      size_t cn = dv - c0 < 128 ? dv - c0 : 128, pk = c0 == 0 ? nk : 0;
+      size_t cn = dv - c0 < 128 ? dv - c0 : 128;
+      int pf = c0 == 0;
       if (m == 2)
         PASS(2, 8, 0);
       else
@@ -245,7 +294,8 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
     }
   } else if (m <= 4) {
     for (size_t c0 = 0; c0 < dv; c0 += 64) {
-      size_t cn = dv - c0 < 64 ? dv - c0 : 64, pk = c0 == 0 ? nk : 0;
+      size_t cn = dv - c0 < 64 ? dv - c0 : 64;
+      int pf = c0 == 0;
       if (m == 4)
         PASS(4, 4, 0);
       else
@@ -255,7 +305,7 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
     for (size_t i0 = 0; i0 < m; i0 += 8)
       for (size_t c0 = 0; c0 < dv; c0 += 32) {
         size_t cn = dv - c0 < 32 ? dv - c0 : 32;
-        size_t pk = i0 == 0 && c0 == 0 ? nk : 0;
+        int pf = i0 == 0 && c0 == 0;
 #define PASS2(r) PASS(r, 2, i0)
         SA_UNROLL_1_8(m - i0 < 8 ? m - i0 : 8, PASS2);
 #undef PASS2
@@ -280,6 +330,10 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
   const void *kbuf[2][CHUNK], *vbuf[CHUNK];
   const size_t krow = sa_decode_row_bytes(kt, d);
   const size_t vrow = sa_decode_row_bytes(vt, dv);
+  /* 8 KiB of rows: 16 of f32 at d = 128 (4 and 8 measured slower on the
+   * Zen 5 VM, 32 no faster), a chunk at most */
+  size_t ahead = 8192 / (krow > vrow ? krow : vrow);
+  ahead = ahead < 4 ? 4 : ahead > CHUNK ? CHUNK : ahead;
   const void *const *kr =
       sa_decode_rows_at(k, 0, n < CHUNK ? n : CHUNK, kbuf[0]);
   for (size_t j0 = 0, b = 0; j0 < n; j0 += CHUNK, b ^= 1) {
@@ -287,10 +341,17 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
     size_t rest = n - j0 - nc, nk = rest < CHUNK ? rest : CHUNK;
     const void *const *vr = sa_decode_rows_at(v, j0, nc, vbuf);
     const void *const *kn = sa_decode_rows_at(k, j0 + nc, nk, kbuf[b ^ 1]);
-    chunk_dots(kt, m, nc, d, q, ldq, kr, vr, vrow, scale, s);
+    if (j0 + FAR * CHUNK < n) {
+      size_t jf = j0 + FAR * CHUNK, nf = n - jf < CHUNK ? n - jf : CHUNK;
+      prefetch_pages(k, jf, nf, krow);
+      prefetch_pages(v, jf, nf, vrow);
+    }
+    const stream_ahead st = {kr, krow, vrow, kn, nk, ahead};
+    chunk_dots(kt, m, nc, d, q, ldq, kr, krow, vr, vrow, kn, nk, ahead, scale,
+               s);
     for (size_t i = 0; i < m; i++)
       online_row(s + i * CHUNK, nc, &mx[i], &l[i], &alpha[i], exp16);
-    chunk_sums(vt, m, nc, dv, s, vr, alpha, o, ldo, kn, nk, krow);
+    chunk_sums(vt, m, nc, dv, s, vr, alpha, o, ldo, &st);
     kr = kn;
   }
 }

@@ -1,15 +1,17 @@
 /*
  * Read-bandwidth probe, AVX-512F: 512-bit aligned loads, eight per 512-byte
- * block, summed into four independent accumulators with vpaddq (one cycle
- * of latency, so the adds never limit the loads). With prefetch > 0 every
- * line is also prefetched that many bytes ahead; the bench measures both
- * and keeps the faster. Built with the avx512 set's flags; called only
- * when the CPU runs that set (dispatch/registry.c).
+ * block, summed into four independent accumulators with vpaddq (one cycle of
+ * latency, so the adds never limit the loads). With prefetch > 0 it also
+ * prefetches that many bytes ahead, every line or each page's first
+ * (kernels/kernels.h); the bench measures the three ways and keeps the
+ * fastest. Built with the avx512 set's flags; called only when the CPU runs
+ * that set (dispatch/registry.c).
  */
 #include <immintrin.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "kernels/peak_read.h"
 
 #define LOAD(off) _mm512_load_si512((const void *)(p + i + (off)))
 #define BLOCK()                                                                \
@@ -24,14 +26,14 @@
     a3 = _mm512_add_epi64(a3, LOAD(448));                                      \
   } while (0)
 
-uint64_t sa_peak_read__avx512(const void *buf, size_t bytes, size_t prefetch) {
+uint64_t sa_peak_read__avx512(const void *buf, size_t bytes, size_t prefetch,
+                              size_t every) {
   const char *p = buf;
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
   /* Prefetch only while the target is inside the buffer. */
   size_t i = 0, stop = prefetch && bytes > prefetch ? bytes - prefetch : 0;
   for (; i < stop; i += SA_PEAK_READ_BLOCK) {
-    for (size_t l = 0; l < SA_PEAK_READ_BLOCK; l += 64)
-      _mm_prefetch(p + i + prefetch + l, _MM_HINT_T0);
+    sa_peak_read_prefetch(p + i + prefetch, every);
     BLOCK();
   }
   for (; i < bytes; i += SA_PEAK_READ_BLOCK)

@@ -114,7 +114,7 @@ dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
     __m512 b[DN];
     for (size_t c = 0; c < DN; c++) {
       if (pf)
-        sa_prefetch_next(pf, limit, 0);
+        sa_prefetch_next(pf, limit, 0, 1);
       b[c] = _mm512_loadu_ps(kr[c] + p);
     }
 #pragma GCC unroll 4

@@ -95,9 +95,9 @@ AI void tile(size_t mr, size_t nv, size_t n, const float *p, size_t ldp,
   if (pf)
     for (size_t j = 0; j < n; j++) {
       for (size_t c = 0; c < nv; c++)
-        sa_prefetch_next(pf, limit, 0);
+        sa_prefetch_next(pf, limit, 0, 1);
       if (extra)
-        sa_prefetch_next(pf, limit, 0);
+        sa_prefetch_next(pf, limit, 0, 1);
       key(mr, nv, p + j, ldp, v + j * ldv, km, acc);
     }
   else if (ahead)

@@ -102,9 +102,9 @@ AI void tile(sa_dtype t, size_t mr, size_t nv, size_t n, const float *p,
   if (pf)
     for (size_t j = 0; j < n; j++) {
       for (size_t c = 0; c < nv / 2; c++)
-        sa_prefetch_next(pf, limit, 0);
+        sa_prefetch_next(pf, limit, 0, 0);
       if (extra)
-        sa_prefetch_next(pf, limit, 0);
+        sa_prefetch_next(pf, limit, 0, 0);
       key(t, mr, nv, p + j, ldp, v + j * ldvb, c0, cn, acc);
     }
   else if (ahead)

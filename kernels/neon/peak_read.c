@@ -1,14 +1,16 @@
 /*
  * Read-bandwidth probe, AArch64 Advanced SIMD: 128-bit loads, four per
- * 64-byte line, into four independent accumulators. With prefetch > 0
- * every line is also prefetched that many bytes ahead (prfm); the bench
- * measures both and keeps the faster. Compiled only for aarch64, called
- * only when the CPU runs the neon set (dispatch/registry.c).
+ * 64-byte line, into four independent accumulators. With prefetch > 0 it
+ * also prefetches that many bytes ahead (prfm), every line or each page's
+ * first (kernels/kernels.h); the bench measures the three ways and keeps the
+ * fastest. Compiled only for aarch64, called only when the CPU runs the neon
+ * set (dispatch/registry.c).
  */
 #include <arm_neon.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "kernels/peak_read.h"
 
 #define BLOCK()                                                                \
   do {                                                                         \
@@ -21,14 +23,14 @@
     }                                                                          \
   } while (0)
 
-uint64_t sa_peak_read__neon(const void *buf, size_t bytes, size_t prefetch) {
+uint64_t sa_peak_read__neon(const void *buf, size_t bytes, size_t prefetch,
+                            size_t every) {
   const char *p = buf;
   uint64x2_t a0 = vdupq_n_u64(0), a1 = a0, a2 = a0, a3 = a0;
   /* Prefetch only while the target is inside the buffer. */
   size_t i = 0, stop = prefetch && bytes > prefetch ? bytes - prefetch : 0;
   for (; i < stop; i += SA_PEAK_READ_BLOCK) {
-    for (size_t l = 0; l < SA_PEAK_READ_BLOCK; l += 64)
-      __builtin_prefetch(p + i + prefetch + l, 0, 3);
+    sa_peak_read_prefetch(p + i + prefetch, every);
     BLOCK();
   }
   for (; i < bytes; i += SA_PEAK_READ_BLOCK)
