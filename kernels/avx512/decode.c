@@ -9,7 +9,7 @@
  * are read as one stream, a chunk's K rows, its V rows, the next chunk's K
  * rows: the dot products and the value sums prefetch it 8 KiB ahead, a row
  * per row they read, and the 4 KiB pages of the rows two chunks on are
- * touched before that (prefetch_pages; 0.9.1). Against the three kernels
+ * touched before that (sa_decode_touch_pages; 0.9.1). Against the three kernels
  * on blocks of a thousand keys this measured 0.85-1.1x on contiguous
  * caches (one long stream per kernel is what the prefetchers follow
  * furthest) and faster on short blocks, where the three kernels pay a call
@@ -72,7 +72,7 @@ typedef __m512 (*exp16_fn)(__m512);
  * was named ahead (a chunk's V rows during its dot products, the next
  * chunk's K rows during its value sums: 32 KiB each at d = 128, f32), into
  * L2 only, since that much evicted the stream from L1; on the Zen 5 VM the
- * nearer prefetch with the pages a chunk or two ahead (prefetch_pages)
+ * nearer prefetch with the pages two chunks ahead (sa_decode_touch_pages)
  * reads 16-key pages 1.17-1.29x faster, and into L2 it gained less (8 KiB
  * ahead into L2: 1.12x). */
 AI void prefetch_row(const char *row, size_t bytes) {
@@ -93,25 +93,6 @@ AI void prefetch_ahead(size_t x, size_t nc, const void *const *k, size_t krow,
     prefetch_row(v[x - nc], vrow);
   else if (x - 2 * nc < nk)
     prefetch_row(kn[x - 2 * nc], krow);
-}
-
-/* The first line of each 4 KiB page that rows [j0, j0 + nr) of src touch,
- * into every level, FAR chunks ahead of the reader: the page's translation
- * and its hardware prefetch are under way before prefetch_row's lines are
- * asked for (kernels/prefetch.h, "Pages ahead"). */
-AI void prefetch_pages(const sa_decode_src *src, size_t j0, size_t nr,
-                       size_t bytes) {
-  uintptr_t last = 0;
-  for (size_t j = j0; j < j0 + nr; j++) {
-    const char *row =
-        src->list ? (const char *)src->list[j] : src->base + j * src->bytes;
-    uintptr_t a = (uintptr_t)row, e = a + bytes - 1;
-    for (uintptr_t pg = a >> 12; pg <= e >> 12; pg++)
-      if (pg != last) {
-        last = pg;
-        _mm_prefetch((const char *)(pg << 12 > a ? pg << 12 : a), _MM_HINT_T0);
-      }
-  }
 }
 
 /* Values p .. p + 32 of a row of type t, rem of them valid (q8_0: p a
@@ -343,8 +324,8 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
     const void *const *kn = sa_decode_rows_at(k, j0 + nc, nk, kbuf[b ^ 1]);
     if (j0 + FAR * CHUNK < n) {
       size_t jf = j0 + FAR * CHUNK, nf = n - jf < CHUNK ? n - jf : CHUNK;
-      prefetch_pages(k, jf, nf, krow);
-      prefetch_pages(v, jf, nf, vrow);
+      sa_decode_touch_pages(k, jf, nf, krow);
+      sa_decode_touch_pages(v, jf, nf, vrow);
     }
     const stream_ahead st = {kr, krow, vrow, kn, nk, ahead};
     chunk_dots(kt, m, nc, d, q, ldq, kr, krow, vr, vrow, kn, nk, ahead, scale,
