@@ -180,7 +180,12 @@ static const sa_peak_probe *read_probe(void) {
 
 const char *sa_peak_read_isa(void) { return read_probe()->isa; }
 
-static size_t read_prefetch, read_every;
+/* A pass's way to prefetch: bytes ahead (0: none), and every line (64) or
+ * each page's first (4096). */
+typedef struct read_way {
+  size_t ahead, every;
+} read_way;
+static read_way read_now;
 static uint64_t sinks[64 * 8]; /* one line each: no false sharing */
 
 /* Thread id of n reads slice id of the buffer (a multiple of the probe's
@@ -194,7 +199,7 @@ static size_t slice_bytes(int n) {
 static void read_job(int id, int n) {
   size_t s = slice_bytes(n);
   sinks[(id % 64) * 8] += read_probe()->read(mem_buf + (size_t)id * s, s,
-                                             read_prefetch, read_every);
+                                             read_now.ahead, read_now.every);
 }
 
 sa_bench_bw sa_peak_read_measure(int threads, int passes) {
@@ -202,12 +207,11 @@ sa_bench_bw sa_peak_read_measure(int threads, int passes) {
   sa_bench_bw bw = {0, 0, 0, 0, sa_peak_read_isa()};
   double bytes = (double)slice_bytes(threads) * threads;
   /* The three ways in turn, so that drift hits them alike. */
-  static const size_t ahead[3] = {0, PREFETCH, PREFETCH_PAGES};
-  static const size_t every[3] = {64, 64, 4096};
+  static const read_way ways[3] = {
+      {0, 64}, {PREFETCH, 64}, {PREFETCH_PAGES, 4096}};
   double *best[3] = {&bw.gbs_plain, &bw.gbs_prefetch, &bw.gbs_pages};
   for (int p = 0; p < 3 * passes; p++) {
-    read_prefetch = ahead[p % 3];
-    read_every = every[p % 3];
+    read_now = ways[p % 3];
     double gbs = bytes / run_pass(read_job, threads) * 1e-9;
     if (gbs > *best[p % 3])
       *best[p % 3] = gbs;

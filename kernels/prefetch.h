@@ -62,10 +62,11 @@ typedef struct sa_prefetcher {
 } sa_prefetcher;
 
 /* How far ahead of the cursor a page's first touch goes, for the callers
- * that ask (`pages`): 8 and 16 KiB measured alike, 32 KiB a little slower.
- * The f32 kernels ask; the narrow ones (f16 / bf16 / q8_0 decode) measured
- * 0.76-0.92x with pages ahead on the Zen 5 VM, so they ask for nothing and
- * compile to what they were. */
+ * of sa_prefetch_next that ask (`pages`): 8 and 16 KiB measured alike, 32
+ * KiB a little slower. The f32 kernels ask; the narrow ones (f16 / bf16 /
+ * q8_0 decode) measured 0.76-0.92x with pages ahead on the Zen 5 VM, so
+ * they ask for nothing and compile to what they were (their bursts,
+ * sa_prefetch_until, have no pages ahead at all). */
 #define SA_PREFETCH_FAR 16384
 
 /* The first line of row pf->row (none past the last row). */
@@ -132,16 +133,13 @@ sa_prefetch_next(sa_prefetcher *pf, size_t limit, int l2, int pages) {
 /* Name every line of the rows from the cursor's up to row `limit` (not
  * included), in address order, in one burst. */
 static inline __attribute__((always_inline)) void
-sa_prefetch_until(sa_prefetcher *pf, size_t limit, int l2, int pages) {
+sa_prefetch_until(sa_prefetcher *pf, size_t limit, int l2) {
   while (pf->line && pf->row < limit) {
-    for (const char *x = pf->line; x < pf->end; x += 64) {
-      if (pages)
-        sa_prefetch_far(pf, x, l2);
+    for (const char *x = pf->line; x < pf->end; x += 64)
       if (l2)
         __builtin_prefetch(x, 0, 2);
       else
         __builtin_prefetch(x, 0, 3);
-    }
     sa_prefetcher_seek(pf, pf->row + 1);
   }
 }

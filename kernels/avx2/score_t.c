@@ -161,7 +161,7 @@ SA_INLINE void score_dots(sa_dtype t, size_t dn, size_t m, size_t n, size_t d,
     for (size_t c = 0; c < dn; c++)
       kr[c] = k + (c < nk ? j0 + c : j0) * ldb;
     sa_prefetcher_raise(&pf, j0 + ahead);
-    sa_prefetch_until(&pf, j0 + dn + ahead, 0, 0);
+    sa_prefetch_until(&pf, j0 + dn + ahead, 0);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;

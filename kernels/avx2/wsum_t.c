@@ -73,7 +73,7 @@ SA_INLINE void tile(sa_dtype t, size_t mr, size_t nv, size_t cols, size_t n,
   /* the loop twice, so that the one without a cursor tests nothing */
   if (pf)
     for (size_t j = 0; j < n; j++) {
-      sa_prefetch_until(pf, limit + j, 0, 0);
+      sa_prefetch_until(pf, limit + j, 0);
       key(t, mr, nv, cols, p + j, ldp, v + j * ldb, c0, acc);
     }
   else

@@ -54,12 +54,12 @@ enum {
   FAR = 2 /* chunks ahead a page is first touched (1 and 3 measured slower) */
 };
 
-/* What the value sums prefetch from: the stream of prefetch_ahead. */
+/* A chunk's stream, in the order it is read: its K rows (k, nc of them),
+ * its V rows (v), the next chunk's K rows (kn, nk of them); rows krow and
+ * vrow bytes; prefetched `ahead` rows before they are read. */
 typedef struct stream_ahead {
-  const void *const *k;
-  size_t krow, vrow;
-  const void *const *kn;
-  size_t nk, ahead;
+  const void *const *k, *const *v, *const *kn;
+  size_t nc, nk, krow, vrow, ahead;
 } stream_ahead;
 
 #define AI static inline __attribute__((always_inline))
@@ -81,18 +81,16 @@ AI void prefetch_row(const char *row, size_t bytes) {
     _mm_prefetch(x, _MM_HINT_T0);
 }
 
-/* The row `ahead` rows past row x of the chunk's stream, which reads the
- * chunk's K rows (k, nc of them), then its V rows, then the next chunk's
- * K rows (kn, nk). */
-AI void prefetch_ahead(size_t x, size_t nc, const void *const *k, size_t krow,
-                       const void *const *v, size_t vrow, const void *const *kn,
-                       size_t nk) {
-  if (x < nc)
-    prefetch_row(k[x], krow);
-  else if (x - nc < nc)
-    prefetch_row(v[x - nc], vrow);
-  else if (x - 2 * nc < nk)
-    prefetch_row(kn[x - 2 * nc], krow);
+/* The row `ahead` rows past row x of the chunk's stream (none past its
+ * end). */
+AI void prefetch_ahead(const stream_ahead *st, size_t x) {
+  x += st->ahead;
+  if (x < st->nc)
+    prefetch_row(st->k[x], st->krow);
+  else if (x - st->nc < st->nc)
+    prefetch_row(st->v[x - st->nc], st->vrow);
+  else if (x - 2 * st->nc < st->nk)
+    prefetch_row(st->kn[x - 2 * st->nc], st->krow);
 }
 
 /* Values p .. p + 32 of a row of type t, rem of them valid (q8_0: p a
@@ -140,19 +138,19 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
   sa_dots_store(mr, acc, scale, s, lds, nk);
 }
 
-/* The chunk's scores, s[i][0..nc) for every row, K rows at k[j]; the
- * stream's rows `ahead` rows on are prefetched meanwhile, one per key. */
-AI void chunk_dots(sa_dtype t, size_t m, size_t nc, size_t d, const float *q,
-                   size_t ldq, const void *const *k, size_t krow,
-                   const void *const *v, size_t vrow, const void *const *kn,
-                   size_t nkn, size_t ahead, float scale, float *s) {
+/* The chunk's scores, s[i][0..nc) for every row, K rows at st->k[j]; the
+ * stream is prefetched meanwhile, a row per key. */
+AI void chunk_dots(sa_dtype t, size_t m, size_t d, const float *q, size_t ldq,
+                   const stream_ahead *st, float scale, float *s) {
+  const size_t nc = st->nc;
+  const void *const *k = st->k;
   for (size_t j0 = 0; j0 < nc; j0 += DN) {
     size_t nk = nc - j0 < DN ? nc - j0 : DN;
     const char *kr[DN];
     for (size_t c = 0; c < DN; c++)
       kr[c] = k[c < nk ? j0 + c : j0];
     for (size_t c = 0; c < nk; c++)
-      prefetch_ahead(j0 + c + ahead, nc, k, krow, v, vrow, kn, nkn);
+      prefetch_ahead(st, j0 + c);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
 #define DOTS(r)                                                                \
   dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, CHUNK, nk, scale)
@@ -207,8 +205,8 @@ static void online_row(float *s, size_t nc, float *mx, float *l, float *alpha,
 
 /* ---- value sums: o[r][c0 ..) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..]
  * for rows 0..mr, NV vectors of columns (cn of them valid); with pf, the
- * stream's rows `ahead` rows on are prefetched, one per V row used
- * (prefetch_ahead). mr and NV constants at every call. */
+ * stream is prefetched, a row per V row used. mr and NV constants at every
+ * call. */
 AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
              const void *const *v, size_t c0, size_t cn, const float *alpha,
              float *o, size_t ldo, int pf, const stream_ahead *st) {
@@ -220,8 +218,7 @@ AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
       acc[r][c] = _mm512_setzero_ps();
   for (size_t j = 0; j < nc; j++) {
     if (pf)
-      prefetch_ahead(nc + j + st->ahead, nc, st->k, st->krow, v, st->vrow,
-                     st->kn, st->nk);
+      prefetch_ahead(st, nc + j);
     __m512 b[8];
 #pragma GCC unroll 4
     for (size_t g = 0; g < NV / 2; g++) {
@@ -327,9 +324,8 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
       sa_decode_touch_pages(k, jf, nf, krow);
       sa_decode_touch_pages(v, jf, nf, vrow);
     }
-    const stream_ahead st = {kr, krow, vrow, kn, nk, ahead};
-    chunk_dots(kt, m, nc, d, q, ldq, kr, krow, vr, vrow, kn, nk, ahead, scale,
-               s);
+    const stream_ahead st = {kr, vr, kn, nc, nk, krow, vrow, ahead};
+    chunk_dots(kt, m, d, q, ldq, &st, scale, s);
     for (size_t i = 0; i < m; i++)
       online_row(s + i * CHUNK, nc, &mx[i], &l[i], &alpha[i], exp16);
     chunk_sums(vt, m, nc, dv, s, vr, alpha, o, ldo, &st);

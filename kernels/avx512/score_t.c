@@ -158,7 +158,7 @@ AI void score_dots(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
     for (size_t c = 0; c < DN; c++)
       kr[c] = kb + (c < nk ? j0 + c : j0) * ldkb;
     sa_prefetcher_raise(&pf, j0 + ahead);
-    sa_prefetch_until(&pf, j0 + DN + ahead, 0, 0);
+    sa_prefetch_until(&pf, j0 + DN + ahead, 0);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;
