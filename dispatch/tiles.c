@@ -62,7 +62,7 @@ static const sa_tiles avx512 = {
     .dv = {SA_AVX512_LANES, (SA_AVX512_WSUM_NV * SA_AVX512_LANES),
            (SA_AVX512_WSUM_NV4 * SA_AVX512_LANES),
            (SA_AVX512_WSUM_NV2 * SA_AVX512_LANES), SA_AVX512_WSUM_CG},
-    .chunk = {SA_AVX512_DECODE_CHUNK},
+    .chunk = {SA_AVX512_DECODE_CHUNK, SA_AVX512_DECODE_CHUNK_NARROW},
 };
 #endif
 

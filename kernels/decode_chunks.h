@@ -19,14 +19,12 @@
 #ifndef SA_KERNELS_DECODE_CHUNKS_H
 #define SA_KERNELS_DECODE_CHUNKS_H
 
-#include <stdint.h>
-
 #include "kernels/dtype.h"
 #include "simdattn.h"
 
 /* The largest chunk a set may take: the lists of addresses are on the
  * stack. */
-#define SA_DECODE_CHUNK_MAX 64
+#define SA_DECODE_CHUNK_MAX 256
 
 /* Where a call's K or V rows are: at list[j] or, list NULL, `bytes` apart
  * from base. */
@@ -62,26 +60,6 @@ typedef void (*sa_decode_sums_fn)(size_t m, size_t nc, size_t dv,
                                   const float *alpha, float *o, size_t ldo,
                                   const void *const *kn, size_t nk,
                                   size_t krow);
-
-/* The first line of each 4 KiB page that rows [j0, j0 + nr) of src touch
- * (row_bytes each), into every cache level: touched a chunk or two ahead
- * of the reader, a page's translation and its hardware prefetch are under
- * way before the kernel's own prefetches name its lines
- * (kernels/prefetch.h, "Pages ahead"). */
-static inline void sa_decode_touch_pages(const sa_decode_src *src, size_t j0,
-                                         size_t nr, size_t row_bytes) {
-  uintptr_t last = 0;
-  for (size_t j = j0; j < j0 + nr; j++) {
-    const char *row =
-        src->list ? (const char *)src->list[j] : src->base + j * src->bytes;
-    uintptr_t a = (uintptr_t)row, e = a + row_bytes - 1;
-    for (uintptr_t pg = a >> 12; pg <= e >> 12; pg++)
-      if (pg != last) {
-        last = pg;
-        __builtin_prefetch((const char *)(pg << 12 > a ? pg << 12 : a), 0, 3);
-      }
-  }
-}
 
 /* Bytes of a row of dim values of type t. */
 static inline size_t sa_decode_row_bytes(sa_dtype t, size_t dim) {

@@ -1,20 +1,20 @@
 /*
  * decode, AVX-512: score, online softmax and weighted sum for m <= 16 rows
- * in one pass over K and V, in chunks of CHUNK keys (the contract is in
+ * in one pass over K and V, in chunks of CHUNK keys while K or V is f32
+ * and CHUNK_NARROW while both are narrow (the contract is in
  * include/simdattn.h above sa_decode_fn).
  *
  * Decode is a stream: each K and V byte is used by the m rows of one call
  * and never again, so its speed is how fast K and V arrive. Here a chunk's
- * scores stay in an L1 tile on the stack (16 x CHUNK floats), and the rows
- * are read as one stream, a chunk's K rows, its V rows, the next chunk's K
- * rows: the dot products and the value sums prefetch it 8 KiB ahead, a row
- * per row they read, and (K or V f32) the 4 KiB pages of the rows two chunks
- * on are touched before that (sa_decode_touch_pages; 0.9.1). Against the three
- * kernels on blocks of a thousand keys this measured 0.85-1.1x on contiguous
- * caches (one long stream per kernel is what the prefetchers follow
- * furthest) and faster on short blocks, where the three kernels pay a call
- * each and a rescale: the driver uses it for pages shorter than a key block
- * (docs/DESIGN.md, "The decode kernel").
+ * scores stay in a tile on the stack (16 x CHUNK floats), and the rows are
+ * read as one stream, a chunk's K rows, its V rows, the next chunk's K
+ * rows: the dot products and the value sums prefetch it a few KiB ahead, a
+ * row per row they read, and (K or V f32) touch the 4 KiB page of the row
+ * 16 KiB on. The driver uses it for pages shorter than a key block, where
+ * the three kernels would pay a call each and a rescale per page
+ * (docs/DESIGN.md, "The decode kernel", which has the measurements: f32
+ * rows run fastest in chunks of 128 keys with the touches, narrow ones in
+ * chunks of 32 without).
  *
  * Per chunk, as the contract's composition does:
  *  - dots: DM rows x DN keys of vector accumulators over d, K read as it
@@ -48,49 +48,75 @@
 #include "kernels/unroll.h"
 
 enum {
-  CHUNK = SA_AVX512_DECODE_CHUNK,
+  CHUNK = SA_AVX512_DECODE_CHUNK, /* keys a chunk, K or V f32; the tile's
+                                    row stride */
+  CHUNK_NARROW = SA_AVX512_DECODE_CHUNK_NARROW, /* K and V both narrow */
   DM = SA_AVX512_DM,
   DN = SA_AVX512_DN,
-  FAR = 2 /* chunks ahead a page is first touched (1 and 3 measured slower) */
+  AHEAD = 6144,        /* bytes of rows a row is prefetched before it is
+                          read, K or V f32 */
+  AHEAD_NARROW = 8192, /* K and V both narrow */
+  FAR = 16384          /* and its page first touched (K or V f32) */
 };
 
 /* A chunk's stream, in the order it is read: its K rows (k, nc of them),
  * its V rows (v), the next chunk's K rows (kn, nk of them); rows krow and
- * vrow bytes; prefetched `ahead` rows before they are read. */
+ * vrow bytes; prefetched `ahead` rows before they are read, and their
+ * pages touched `far` rows before (0: not). */
 typedef struct stream_ahead {
   const void *const *k, *const *v, *const *kn;
-  size_t nc, nk, krow, vrow, ahead;
+  size_t nc, nk, krow, vrow, ahead, far;
 } stream_ahead;
 
 #define AI static inline __attribute__((always_inline))
 
 typedef __m512 (*exp16_fn)(__m512);
 
-/* Every 64-byte line of [row, row + bytes), into L1: rows are named 8 KiB
- * ahead of the reader in the order it reads them (prefetch_ahead), which
- * a 48 KiB L1D holds beside what is being read. Until 0.9.1 a whole chunk
- * was named ahead (a chunk's V rows during its dot products, the next
- * chunk's K rows during its value sums: 32 KiB each at d = 128, f32), into
- * L2 only, since that much evicted the stream from L1; on the Zen 5 VM the
- * nearer prefetch with the pages two chunks ahead (sa_decode_touch_pages)
- * reads 16-key pages 1.17-1.29x faster, and into L2 it gained less (8 KiB
- * ahead into L2: 1.12x). */
+/* Every 64-byte line of [row, row + bytes), into L1: rows are named 6-8
+ * KiB ahead of the reader in the order it reads them (prefetch_ahead),
+ * which a 48 KiB L1D holds beside what is being read. Until 0.9.1 a whole
+ * chunk was named ahead (a chunk's V rows during its dot products, the
+ * next chunk's K rows during its value sums: 32 KiB each at d = 128, f32),
+ * into L2 only, since that much evicted the stream from L1; on the Zen 5
+ * VM the nearer prefetch with pages touched ahead reads 16-key pages
+ * 1.17-1.29x faster, and into L2 it gained less (8 KiB ahead into L2:
+ * 1.12x). */
 AI void prefetch_row(const char *row, size_t bytes) {
   const char *x = (const char *)((uintptr_t)row & ~(uintptr_t)63);
   for (; x < row + bytes; x += 64)
     _mm_prefetch(x, _MM_HINT_T0);
 }
 
-/* The row `ahead` rows past row x of the chunk's stream (none past its
- * end). */
-AI void prefetch_ahead(const stream_ahead *st, size_t x) {
-  x += st->ahead;
+/* The first line of the last 4 KiB page that starts inside the row, if
+ * one does: a page's first touch, ahead of the row prefetch that reads
+ * it. */
+AI void touch_page(const char *row, size_t bytes) {
+  uintptr_t pg = ((uintptr_t)row + bytes - 1) & ~(uintptr_t)4095;
+  if (pg >= (uintptr_t)row)
+    _mm_prefetch((const char *)pg, _MM_HINT_T0);
+}
+
+/* Row x of the chunk's stream (NULL past its end), and its bytes. */
+AI const char *stream_row(const stream_ahead *st, size_t x, size_t *bytes) {
+  *bytes = st->krow;
   if (x < st->nc)
-    prefetch_row(st->k[x], st->krow);
-  else if (x - st->nc < st->nc)
-    prefetch_row(st->v[x - st->nc], st->vrow);
-  else if (x - 2 * st->nc < st->nk)
-    prefetch_row(st->kn[x - 2 * st->nc], st->krow);
+    return st->k[x];
+  if (x - st->nc < st->nc) {
+    *bytes = st->vrow;
+    return st->v[x - st->nc];
+  }
+  return x - 2 * st->nc < st->nk ? st->kn[x - 2 * st->nc] : NULL;
+}
+
+/* Called as row x of the stream is read: the row `ahead` rows on is
+ * prefetched, and the page of the row `far` rows on touched. */
+AI void prefetch_ahead(const stream_ahead *st, size_t x) {
+  size_t bytes;
+  const char *row = stream_row(st, x + st->ahead, &bytes);
+  if (row)
+    prefetch_row(row, bytes);
+  if (st->far && (row = stream_row(st, x + st->far, &bytes)))
+    touch_page(row, bytes);
 }
 
 /* Values p .. p + 32 of a row of type t, rem of them valid (q8_0: p a
@@ -294,7 +320,8 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
 
 /* ---- the kernel */
 
-_Static_assert(CHUNK <= SA_DECODE_CHUNK_MAX, "decode's lists hold a chunk");
+_Static_assert(CHUNK <= SA_DECODE_CHUNK_MAX && CHUNK_NARROW <= CHUNK,
+               "decode's lists and tile hold a chunk");
 
 /* sa_decode_chunks' loop with the phases inlined for one pair of types (the
  * online step is per row here, exp16 passed in). */
@@ -308,28 +335,23 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
   const void *kbuf[2][CHUNK], *vbuf[CHUNK];
   const size_t krow = sa_decode_row_bytes(kt, d);
   const size_t vrow = sa_decode_row_bytes(vt, dv);
-  /* 8 KiB of rows: 16 of f32 at d = 128 (4 and 8 measured slower on the
-   * Zen 5 VM, 32 no faster), a chunk at most */
-  size_t ahead = 8192 / (krow > vrow ? krow : vrow);
-  ahead = ahead < 4 ? 4 : ahead > CHUNK ? CHUNK : ahead;
-  /* Pages touched ahead only while K or V is f32: with both narrow the
-   * kernel is nearer bound by its instructions than by the stream, and
-   * without the touches 16-key pages of f16 decoded 1.02-1.03x and q8_0
-   * 1.04x as fast (bf16 level); f32 lost 6 % without them. */
-  const int touch = kt == SA_F32 || vt == SA_F32;
-  const void *const *kr =
-      sa_decode_rows_at(k, 0, n < CHUNK ? n : CHUNK, kbuf[0]);
-  for (size_t j0 = 0, b = 0; j0 < n; j0 += CHUNK, b ^= 1) {
-    size_t nc = n - j0 < CHUNK ? n - j0 : CHUNK;
-    size_t rest = n - j0 - nc, nk = rest < CHUNK ? rest : CHUNK;
+  const size_t rowb = krow > vrow ? krow : vrow;
+  /* f32 rows stream in long chunks with their pages touched ahead; with
+   * K and V both narrow the kernel is nearer bound by its instructions
+   * than by the stream, and short chunks without touches ran faster */
+  const int wide = kt == SA_F32 || vt == SA_F32;
+  const size_t ch = wide ? CHUNK : CHUNK_NARROW;
+  size_t ahead = (wide ? AHEAD : AHEAD_NARROW) / rowb;
+  ahead = ahead < 4 ? 4 : ahead > ch ? ch : ahead;
+  size_t far = wide ? FAR / rowb : 0;
+  far = far > ch ? ch : far;
+  const void *const *kr = sa_decode_rows_at(k, 0, n < ch ? n : ch, kbuf[0]);
+  for (size_t j0 = 0, b = 0; j0 < n; j0 += ch, b ^= 1) {
+    size_t nc = n - j0 < ch ? n - j0 : ch;
+    size_t rest = n - j0 - nc, nk = rest < ch ? rest : ch;
     const void *const *vr = sa_decode_rows_at(v, j0, nc, vbuf);
     const void *const *kn = sa_decode_rows_at(k, j0 + nc, nk, kbuf[b ^ 1]);
-    if (touch && j0 + FAR * CHUNK < n) {
-      size_t jf = j0 + FAR * CHUNK, nf = n - jf < CHUNK ? n - jf : CHUNK;
-      sa_decode_touch_pages(k, jf, nf, krow);
-      sa_decode_touch_pages(v, jf, nf, vrow);
-    }
-    const stream_ahead st = {kr, vr, kn, nc, nk, krow, vrow, ahead};
+    const stream_ahead st = {kr, vr, kn, nc, nk, krow, vrow, ahead, far};
     chunk_dots(kt, m, d, q, ldq, &st, scale, s);
     for (size_t i = 0; i < m; i++)
       online_row(s + i * CHUNK, nc, &mx[i], &l[i], &alpha[i], exp16);

@@ -30,10 +30,9 @@ enum {
   SA_AVX512_WSUM_NV2 = 8,  /*   this many (128): as wide as registers hold */
   SA_AVX512_WSUM_KB = 16,  /*   keys a sub-block, through every column */
   SA_AVX512_WSUM_CG = 128, /*   of a group of CG columns before the next */
-  SA_AVX512_DECODE_CHUNK = 32, /* decode: keys a chunk (16 KiB of f32 K at
-                                  d = 128; since 0.9.1's prefetch 8 KiB ahead,
-                                  16-key pages 1.03x (f32) and 1.06-1.08x
-                                  (f16) against 64, 128 keys 0.95x) */
+  SA_AVX512_DECODE_CHUNK = 128, /* decode: keys a chunk while K or V is f32
+                                   (docs/DESIGN.md, "The decode kernel") */
+  SA_AVX512_DECODE_CHUNK_NARROW = 32, /* and while both are narrow */
 };
 
 #endif /* SA_AVX512_TILES_H */
