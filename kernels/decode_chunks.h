@@ -24,7 +24,7 @@
 
 /* The largest chunk a set may take: the lists of addresses are on the
  * stack. */
-#define SA_DECODE_CHUNK_MAX 256
+#define SA_DECODE_CHUNK_MAX 128
 
 /* Where a call's K or V rows are: at list[j] or, list NULL, `bytes` apart
  * from base. */
