@@ -59,7 +59,9 @@ enum {
   KB = SA_AVX512_WSUM_KB,
   CG = SA_AVX512_WSUM_CG,
   STREAM_M = SA_AVX512_DOTS_M, /* decode-shaped: sub-blocks and a cursor */
-  PF = 8,                      /* more rows: whole rows this far ahead */
+  LEAD_M = SA_AVX512_WSUM_LEAD_M,
+  LEAD = SA_AVX512_WSUM_LEAD,
+  PF = 8, /* more rows: whole rows this far ahead */
 };
 
 #define AI static inline __attribute__((always_inline))
@@ -189,6 +191,37 @@ STREAMED(streamed_4x4, SA_AVX512_WSUM_M4, SA_AVX512_WSUM_NV4)
 STREAMED(streamed_mr, MR, SA_AVX512_WSUM_NV)
 #undef STREAMED
 
+/* A few rows over all n keys, as wide as the registers hold, V's lines named
+ * in address order 4 KiB ahead: one pass that streams V once, leaving it in
+ * cache for the other rows. Nothing is parked, as a column block spans a
+ * group. */
+static __attribute__((noinline)) void
+lead(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
+     size_t ldv, const float *beta, float *o, size_t ldo) {
+  enum { RB = SA_AVX512_WSUM_M2, NB = SA_AVX512_WSUM_NV2 };
+  const sa_wsum_ends e = {1, 1, NULL};
+  for (size_t g0 = 0; g0 < dv; g0 += CG) {
+    size_t cw = dv - g0 < CG ? dv - g0 : CG;
+    size_t ahead = sa_prefetch_rows_ahead(cw * sizeof(float), 4096);
+    sa_prefetcher pf = sa_prefetcher_at(v + g0, ldv * sizeof(float),
+                                        cw * sizeof(float), n, ahead);
+    for (size_t c0 = 0; c0 < cw; c0 += 16 * NB)
+      rows(RB, NB, m, n, p, ldp, v + g0 + c0, ldv, cw - c0, beta, o + g0 + c0,
+           ldo, e, c0 == 0 ? &pf : NULL, n, c0 == 0, 0);
+  }
+}
+
+/* The one pass of more rows, none of them prefetching. */
+static __attribute__((noinline)) void
+reuse(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
+      size_t ldv, const float *beta, float *o, size_t ldo) {
+  for (size_t i0 = 0; i0 < m; i0 += MR)
+    for (size_t g0 = 0; g0 < dv; g0 += CG)
+      group(MR, SA_AVX512_WSUM_NV, m - i0 < MR ? m - i0 : MR, n,
+            dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp, v + g0, ldv,
+            beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo, 0, 0);
+}
+
 void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                      const float *v, size_t ldv, const float *beta, float *o,
                      size_t ldo) {
@@ -198,6 +231,10 @@ void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
     streamed_4x4(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
   else if (m <= STREAM_M)
     streamed_mr(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
-  else
+  else if (m <= LEAD_M) {
+    lead(LEAD, n, dv, p, ldp, v, ldv, beta, o, ldo);
+    reuse(m - LEAD, n, dv, p + LEAD * ldp, ldp, v, ldv,
+          beta ? beta + LEAD : NULL, o + LEAD * ldo, ldo);
+  } else
     wsum(MR, SA_AVX512_WSUM_NV, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
 }

@@ -62,7 +62,9 @@ enum {
   KB = SA_AVX512_WSUM_KB,
   CG = SA_AVX512_WSUM_CG,
   STREAM_M = SA_AVX512_DOTS_M, /* decode-shaped: sub-blocks and a cursor */
-  PF = 8,                      /* more rows: whole rows this far ahead */
+  LEAD_M = SA_AVX512_WSUM_LEAD_M,
+  LEAD = SA_AVX512_WSUM_LEAD,
+  PF = 8, /* more rows: whole rows this far ahead */
 };
 
 #define AI static inline __attribute__((always_inline))
@@ -186,9 +188,10 @@ AI void group(sa_dtype t, size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
   } while (j0 < n);
 }
 
-/* Rows in blocks of rb, nv vectors a column block (both constants). */
-AI void wsum_typed(sa_dtype t, size_t rb, size_t nv, int stream, size_t m,
-                   size_t n, size_t dv, const float *p, size_t ldp,
+/* Rows in blocks of rb, nv vectors a column block (both constants); the
+ * first block prefetches V unless told not to (V in cache). */
+AI void wsum_typed(sa_dtype t, size_t rb, size_t nv, int stream, int pf,
+                   size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                    const void *v, size_t ldv, const float *beta, float *o,
                    size_t ldo) {
   const size_t ldvb = ldv * sa_widen_unit(t);
@@ -197,7 +200,36 @@ AI void wsum_typed(sa_dtype t, size_t rb, size_t nv, int stream, size_t m,
     for (size_t g0 = 0; g0 < dv; g0 += CG)
       group(t, rb, nv, mr, n, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp,
             (const char *)v + sa_widen_offset(t, g0), ldvb,
-            beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo, i0 == 0, stream);
+            beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo, pf && i0 == 0,
+            stream);
+  }
+}
+
+/* wsum.c's lead pass: the first rows over all n keys, 2 rows x 8 vectors,
+ * V's lines named in address order 4 KiB ahead, nothing parked. */
+AI void lead(sa_dtype t, size_t m, size_t n, size_t dv, const float *p,
+             size_t ldp, const void *v, size_t ldv, const float *beta, float *o,
+             size_t ldo) {
+  const size_t ldvb = ldv * sa_widen_unit(t);
+  const sa_wsum_ends e = {1, 1, NULL};
+  for (size_t g0 = 0; g0 < dv; g0 += CG) {
+    size_t cw = dv - g0 < CG ? dv - g0 : CG, rowb = sa_widen_offset(t, cw);
+    const char *vg = (const char *)v + sa_widen_offset(t, g0);
+    sa_prefetcher pf =
+        sa_prefetcher_at(vg, ldvb, rowb, n, sa_prefetch_rows_ahead(rowb, 4096));
+    for (size_t c0 = 0; c0 < cw;) {
+      /* whole blocks of NV2 vectors, then the rest 32 columns at a time */
+      size_t w = cw - c0 >= 16 * NV2 ? 16 * NV2 : 32;
+      size_t cn = cw - c0 < w ? cw - c0 : w;
+      sa_prefetcher *pc = c0 == 0 ? &pf : NULL;
+      if (w == 32)
+        rows(t, M2, 2, m, n, p, ldp, vg, ldvb, c0, cn, beta, o + g0 + c0, ldo,
+             e, pc, n, c0 == 0, 0);
+      else
+        rows(t, M2, NV2, m, n, p, ldp, vg, ldvb, c0, cn, beta, o + g0 + c0, ldo,
+             e, pc, n, c0 == 0, 0);
+      c0 += w;
+    }
   }
 }
 
@@ -209,19 +241,33 @@ AI void wsum_typed(sa_dtype t, size_t rb, size_t nv, int stream, size_t m,
       size_t m, size_t n, size_t dv, const float *p, size_t ldp,               \
       const void *v, size_t ldv, const float *beta, float *o, size_t ldo) {    \
     if (m <= M2)                                                               \
-      wsum_typed(type, M2, NV2, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);    \
+      wsum_typed(type, M2, NV2, 1, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo); \
     else if (m <= M4)                                                          \
-      wsum_typed(type, M4, NV4, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);    \
+      wsum_typed(type, M4, NV4, 1, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo); \
     else                                                                       \
-      wsum_typed(type, MR, NV, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);     \
+      wsum_typed(type, MR, NV, 1, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);  \
+  }                                                                            \
+  static __attribute__((noinline)) void name##_lead(                           \
+      size_t m, size_t n, size_t dv, const float *p, size_t ldp,               \
+      const void *v, size_t ldv, const float *beta, float *o, size_t ldo) {    \
+    lead(type, m, n, dv, p, ldp, v, ldv, beta, o, ldo);                        \
+  }                                                                            \
+  static __attribute__((noinline)) void name##_reuse(                          \
+      size_t m, size_t n, size_t dv, const float *p, size_t ldp,               \
+      const void *v, size_t ldv, const float *beta, float *o, size_t ldo) {    \
+    wsum_typed(type, MR, NV, 0, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);    \
   }                                                                            \
   void name(size_t m, size_t n, size_t dv, const float *p, size_t ldp,         \
             const void *v, size_t ldv, const float *beta, float *o,            \
             size_t ldo) {                                                      \
     if (m <= STREAM_M)                                                         \
       name##_streamed(m, n, dv, p, ldp, v, ldv, beta, o, ldo);                 \
-    else                                                                       \
-      wsum_typed(type, MR, NV, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);     \
+    else if (m <= LEAD_M) {                                                    \
+      name##_lead(LEAD, n, dv, p, ldp, v, ldv, beta, o, ldo);                  \
+      name##_reuse(m - LEAD, n, dv, p + LEAD * ldp, ldp, v, ldv,               \
+                   beta ? beta + LEAD : NULL, o + LEAD * ldo, ldo);            \
+    } else                                                                     \
+      wsum_typed(type, MR, NV, 0, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);  \
   }
 
 WSUM_T(sa_wsum_f16__avx512, SA_F16)
