@@ -31,6 +31,13 @@
  * and 1.24-1.50x with wsum.c's sub-blocks; on a Sapphire Rapids Xeon the
  * same pair was level (0.98x), its decode already near its read probe.
  *
+ * The next panel (0.9.3): while the tiles use one panel, they name the
+ * next panel's K rows a line every few steps (panel.h, sa_panel_pf), so
+ * that packing it does not wait on memory. With K from memory (decode of
+ * 32 query heads over one KV head, cross-attention) packing was half of
+ * score's time; named in bursts the lines stalled the tiles' loads
+ * (docs/DESIGN.md, "The MQA row").
+ *
  * Tails: GEMM: keys past n are packed as zeros and their lanes masked off at
  * the store; leftover rows run the same tile with fewer rows; d longer than
  * KC is summed in chunks through s, scaled once after the last chunk. Dots:

@@ -36,6 +36,13 @@
  * heads over 8 KV heads, 4096 keys, ran 1.24-1.50x as fast, 32 KV heads
  * 1.07-1.14x (docs/DESIGN.md, "Streaming K and V from memory").
  *
+ * With 17 to LEAD_M rows (an MQA group's query heads) V comes from memory
+ * and only once: the first LEAD rows read it in one pass as wide as the
+ * registers hold, V's lines named in address order (`lead`), and the other
+ * rows find it in cache (`reuse`). In the one pass below, the first tile
+ * alone read V, 64 bytes a row 512 bytes apart, while the FMAs waited
+ * (docs/DESIGN.md, "The MQA row").
+ *
  * More rows (prefill, whose V blocks come from L2) keep that one pass and
  * its prefetch: with sub-blocks they ran 6-8% slower on Zen 5 and up to 13%
  * on a Sapphire Rapids Xeon, paying for the parking with nothing to gain.

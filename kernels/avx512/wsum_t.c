@@ -20,8 +20,10 @@
  * column blocks are as wide as wsum.c's (M2 rows x NV2 vectors, M4 x NV4),
  * whole blocks while they last and the rest 32 columns at a time: a key's
  * widened vectors and its rows' broadcasts then feed 16 FMAs instead of 8 (m =
- * 4). More rows keep one pass of all n keys a column block, the first
- * prefetching whole rows PF keys ahead, as wsum.c's.
+ * 4). With 17 to LEAD_M rows the first LEAD rows stream V in one pass and
+ * the rest reuse it from cache, as wsum.c's. More rows keep one pass of
+ * all n keys a column block, the first prefetching whole rows PF keys
+ * ahead, as wsum.c's.
  *
  * How V is named (0.8, as wsum.c): the first row block trickles the
  * cursor (kernels/prefetch.h) through every column block, as many lines a
