@@ -12,6 +12,7 @@
 
 #include "kernels/avx2/tiles.h"
 #include "kernels/avx2/util.h"
+#include "kernels/prefetch.h"
 
 enum { SA_PANEL_MR = SA_AVX2_MR, SA_PANEL_NR = SA_AVX2_NR };
 
@@ -41,12 +42,13 @@ sa_panel_store8x8(__m256 r[8], float *dst) {
   }
 }
 
-/* s[0..mr)[0..nk) (+)= q[0..mr)[0..kc) . panel. mr is a constant at every
- * call, so acc lives in registers. */
+/* s[0..mr)[0..nk) (+)= q[0..mr)[0..kc) . panel, stepping pf at each p: the
+ * next panel's rows (kernels/prefetch.h, sa_spread). mr is a constant at
+ * every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
 sa_panel_tile(size_t mr, size_t kc, const float *q, size_t ldq,
               const float *panel, float *s, size_t lds, size_t nk, int first,
-              int last, float scale) {
+              int last, float scale, sa_spread *pf) {
   __m256 acc[SA_PANEL_MR][2];
   const size_t n0 = nk < 8 ? nk : 8, n1 = nk > 8 ? nk - 8 : 0;
 #pragma GCC unroll 6
@@ -64,6 +66,7 @@ sa_panel_tile(size_t mr, size_t kc, const float *q, size_t ldq,
   for (size_t p = 0; p < kc; p++) {
     __m256 b0 = _mm256_load_ps(panel + p * SA_PANEL_NR);
     __m256 b1 = _mm256_load_ps(panel + p * SA_PANEL_NR + 8);
+    sa_spread_step(pf);
 #pragma GCC unroll 6
     for (size_t r = 0; r < mr; r++) {
       __m256 a = _mm256_broadcast_ss(q + r * ldq + p);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "kernels/avx512/tiles.h"
+#include "kernels/prefetch.h"
 
 enum { SA_PANEL_MR = SA_AVX512_MR, SA_PANEL_NR = SA_AVX512_NR };
 
@@ -50,54 +51,14 @@ sa_panel_store16x16(__m512 r[16], float *dst) {
   }
 }
 
-/* The next panel's K rows, named one line every `every` steps of the tiles
- * that use this one, so that they arrive while this panel is used rather
- * than stalling its packing (docs/DESIGN.md, "The MQA row"). Into L1 as
- * non-temporal: named with T0 they evicted the tile's Q rows and panel,
- * and with K already in cache the tiles ran 1.15x slower; NTA costs 3 %. */
-typedef struct {
-  const char *row; /* the row being named */
-  size_t off;      /* its next line's offset */
-  size_t bytes;    /* bytes of a row */
-  size_t ld;       /* bytes from a row to the next */
-  size_t left;     /* lines still to name (0: none) */
-  size_t every;    /* steps between two lines */
-  size_t count;    /* steps to the next one */
-} sa_panel_pf;
-
-/* An sa_panel_pf over rows [0, rows) of k, ld bytes apart, `bytes` each,
- * spread over `steps` steps of the tiles. */
-static inline sa_panel_pf sa_panel_pf_rows(const void *k, size_t ld,
-                                           size_t bytes, size_t rows,
-                                           size_t steps) {
-  sa_panel_pf pf = {
-      (const char *)k, 0, bytes, ld, rows * ((bytes + 63) / 64), 1, 1};
-  if (pf.left && steps > pf.left)
-    pf.every = pf.count = steps / pf.left;
-  return pf;
-}
-
-static inline __attribute__((always_inline)) void
-sa_panel_pf_step(sa_panel_pf *pf) {
-  if (!pf->left || --pf->count)
-    return;
-  _mm_prefetch(pf->row + pf->off, _MM_HINT_NTA);
-  pf->off += 64;
-  if (pf->off >= pf->bytes) {
-    pf->off = 0;
-    pf->row += pf->ld;
-  }
-  pf->left--;
-  pf->count = pf->every;
-}
-
 /* s[0..mr)[0..SA_PANEL_NR) (+)= q[0..mr)[0..kc) . panel, lanes outside k0/k1
- * left alone, stepping pf (if any) at each p. mr is a constant at every
+ * left alone, stepping pf (if any) at each p: the next panel's rows
+ * (kernels/prefetch.h, sa_spread). mr is a constant at every
  * call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
 sa_panel_tile(size_t mr, size_t kc, const float *q, size_t ldq,
               const float *panel, float *s, size_t lds, __mmask16 k0,
-              __mmask16 k1, int first, int last, float scale, sa_panel_pf *pf) {
+              __mmask16 k1, int first, int last, float scale, sa_spread *pf) {
   __m512 acc[SA_PANEL_MR][2];
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++) {
@@ -110,7 +71,7 @@ sa_panel_tile(size_t mr, size_t kc, const float *q, size_t ldq,
     __m512 b0 = _mm512_load_ps(panel + p * SA_PANEL_NR);
     __m512 b1 = _mm512_load_ps(panel + p * SA_PANEL_NR + 16);
     if (pf)
-      sa_panel_pf_step(pf);
+      sa_spread_step(pf);
 #pragma GCC unroll 8
     for (size_t r = 0; r < mr; r++) {
       __m512 a = _mm512_set1_ps(q[r * ldq + p]);

@@ -32,11 +32,11 @@
  * same pair was level (0.98x), its decode already near its read probe.
  *
  * The next panel (0.9.3): while the tiles use one panel, they name the
- * next panel's K rows a line every few steps (panel.h, sa_panel_pf), so
- * that packing it does not wait on memory. With K from memory (decode of
- * 32 query heads over one KV head, cross-attention) packing was half of
- * score's time; named in bursts the lines stalled the tiles' loads
- * (docs/DESIGN.md, "The MQA row").
+ * next panel's K rows a line every few steps (kernels/prefetch.h, sa_spread),
+ * so that packing it does not wait on memory. With K from memory (decode of 32
+ * query heads over one KV head, cross-attention) packing was half of score's
+ * time; named in bursts the lines stalled the tiles' loads (docs/DESIGN.md,
+ * "The MQA row").
  *
  * Tails: GEMM: keys past n are packed as zeros and their lanes masked off at
  * the store; leftover rows run the same tile with fewer rows; d longer than
@@ -88,9 +88,9 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
     __mmask16 k0 = sa_mask16(nk), k1 = sa_mask16(nk > 16 ? nk - 16 : 0);
     /* the next panel's rows (none past n), while this one is used */
     size_t next = n - j0 - nk < NR ? n - j0 - nk : NR;
-    sa_panel_pf pf =
-        sa_panel_pf_rows(next ? k + (j0 + nk) * ldk : k, ldk * sizeof(float),
-                         d * sizeof(float), next, steps);
+    sa_spread pf =
+        sa_spread_rows(next ? k + (j0 + nk) * ldk : k, ldk * sizeof(float),
+                       d * sizeof(float), next, steps);
     size_t p0 = 0;
     do { /* at least once, so that d = 0 still writes s = 0 */
       size_t kc = d - p0 < KC ? d - p0 : KC;

@@ -101,7 +101,7 @@ AI __m512bh q_pair(const uint16_t *q, size_t pp) {
  * alone. mr a constant, so acc lives in registers. */
 AI void tile(size_t mr, size_t kc, const uint16_t *q, size_t ldq,
              const uint32_t *panel, float *s, size_t lds, __mmask16 k0,
-             __mmask16 k1, int first, int last, float scale, sa_panel_pf *pf) {
+             __mmask16 k1, int first, int last, float scale, sa_spread *pf) {
   __m512 acc[MR][2];
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++) {
@@ -114,7 +114,7 @@ AI void tile(size_t mr, size_t kc, const uint16_t *q, size_t ldq,
   for (size_t pp = 0; pp < full; pp++) {
     __m512bh b0 = as_bh(_mm512_load_si512(panel + pp * NR));
     __m512bh b1 = as_bh(_mm512_load_si512(panel + pp * NR + 16));
-    sa_panel_pf_step(pf);
+    sa_spread_step(pf);
 #pragma GCC unroll 8
     for (size_t r = 0; r < mr; r++) {
       __m512bh a = q_pair(q + r * ldq, pp);
@@ -150,9 +150,8 @@ static void score_packed(size_t m, size_t n, size_t d, const uint16_t *q,
     __mmask16 k0 = sa_mask16(nk), k1 = sa_mask16(nk > 16 ? nk - 16 : 0);
     /* the next panel's rows, as score.c's */
     size_t next = n - j0 - nk < NR ? n - j0 - nk : NR;
-    sa_panel_pf pf =
-        sa_panel_pf_rows(next ? k + (j0 + nk) * ldk : k, ldk * sizeof *k,
-                         d * sizeof *k, next, steps);
+    sa_spread pf = sa_spread_rows(next ? k + (j0 + nk) * ldk : k,
+                                  ldk * sizeof *k, d * sizeof *k, next, steps);
     size_t p0 = 0;
     do { /* at least once, so that d = 0 still writes s = 0 */
       size_t kc = d - p0 < KC ? d - p0 : KC;
