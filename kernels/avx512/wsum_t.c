@@ -15,6 +15,12 @@
  * of f16 / bf16 (4 KB) and 128 of q8_0 (8 KB): twice wsum.c's f32 bytes,
  * since the parked sums cost more beside the narrow rows' fewer bytes
  * (with 2 KB keys of f16, 4 rows gained 4% from memory, one row lost 2%),
+ * except for the 4-row tile (3-4 rows: decode of a GQA group of 4), which
+ * takes 16 keys of f16 / bf16 and 32 of q8_0 (0.9.3): its two column blocks
+ * read each sub-block twice, and a sub-block and 4 KiB ahead of f16 rows
+ * (20 KiB) named into a 48 KiB L1 left the first pass's lines evicted
+ * before the second; from memory the f16 and bf16 value sums ran 1.24-1.26x
+ * as fast (q8_0 1.10x), from cache 7 % slower (more parking),
  * columns in groups of CG, the partial sums parked between sub-blocks bit for
  * bit (wsum_ends.h), all as in wsum.c, which says why. With at most 4 rows the
  * column blocks are as wide as wsum.c's (M2 rows x NV2 vectors, M4 x NV4),
@@ -159,8 +165,11 @@ AI void group(sa_dtype t, size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
   }
   _Alignas(64) float part[MR * CG];
   /* twice f32's bytes (the header says why; avx2's q8_0 decode, bound by
-   * its widening, lost 5% with 32-key sub-blocks) */
-  const size_t kb = t == SA_Q8_0 ? 8 * KB : 4 * KB;
+   * its widening, lost 5% with 32-key sub-blocks), but a quarter of that
+   * for the 4-row tile, which reads each sub-block twice (header) */
+  const size_t kb = rb == M4       ? (t == SA_Q8_0 ? 2 * KB : KB)
+                    : t == SA_Q8_0 ? 8 * KB
+                                   : 4 * KB;
   /* a sub-block and 4 KiB ahead, as wsum.c */
   const size_t ahead = kb + sa_prefetch_rows_ahead(rowb, 4096);
   sa_prefetcher cur = sa_prefetcher_at(v, ldvb, rowb, n, ahead);
