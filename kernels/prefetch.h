@@ -151,49 +151,49 @@ static inline size_t sa_prefetch_rows_ahead(size_t row_bytes, size_t bytes) {
   return row_bytes && bytes / row_bytes > 4 ? bytes / row_bytes : 4;
 }
 
-/* A spread stream: the lines of `rows` rows named one every `every` steps
- * of a loop that calls sa_spread_step at each step, for the GEMM ways of
- * score, which name the next Kᵀ panel's K rows while the tiles use this
- * one, so that packing it does not wait on memory (docs/DESIGN.md, "The
- * MQA row"). Spread, not in bursts: a panel's lines named before a tile,
- * or a tile's share of them, filled the miss buffers and stalled the
- * tile's own loads (level with no prefetch at all, where spread they made
- * score from memory 1.6-1.9x as fast). Non-temporal: into L1 with T0 they
- * evicted the tile's Q rows and panel and cost 1.15x with K in cache; NTA
- * costs about 3 %. */
+/* A spread stream: the lines of `rows` rows named a few at a time, between
+ * chunks of SA_SPREAD_STEPS steps of a loop (sa_spread_lines before each
+ * chunk), for the GEMM ways of score, which name the next Kᵀ panel's K rows
+ * while the tiles use this one, so that packing it does not wait on memory
+ * (docs/DESIGN.md, "The MQA row"). Spread, not in bursts: a panel's lines
+ * named before a tile, or a tile's share of them, filled the miss buffers
+ * and stalled the tile's own loads (level with no prefetch at all, where
+ * spread they made score from memory 1.6-1.9x as fast). Between chunks,
+ * not at each step: the stream's state in the step loop cost 2-8 % with K
+ * in cache, its registers spilled beside the tile's row pointers.
+ * Non-temporal, though Zen 5 measured every hint alike. */
+enum { SA_SPREAD_STEPS = 16 };
+
 typedef struct sa_spread {
   const char *row; /* the row being named */
   size_t off;      /* its next line's offset */
   size_t bytes;    /* bytes of a row */
   size_t ld;       /* bytes from a row to the next */
   size_t left;     /* lines still to name (0: none) */
-  size_t every;    /* steps between two lines */
-  size_t count;    /* steps to the next one */
+  size_t per;      /* lines a chunk */
 } sa_spread;
 
 /* The lines of rows [0, rows) from k, ld bytes apart, `bytes` each, spread
- * over `steps` steps. */
+ * over `chunks` chunks. */
 static inline sa_spread sa_spread_rows(const void *k, size_t ld, size_t bytes,
-                                       size_t rows, size_t steps) {
-  sa_spread pf = {
-      (const char *)k, 0, bytes, ld, rows * ((bytes + 63) / 64), 1, 1};
-  if (pf.left && steps > pf.left)
-    pf.every = pf.count = steps / pf.left;
+                                       size_t rows, size_t chunks) {
+  sa_spread pf = {(const char *)k, 0, bytes, ld, rows * ((bytes + 63) / 64), 1};
+  if (chunks && pf.left > chunks)
+    pf.per = (pf.left + chunks - 1) / chunks;
   return pf;
 }
 
+/* The next chunk's share of lines. */
 static inline __attribute__((always_inline)) void
-sa_spread_step(sa_spread *pf) {
-  if (!pf->left || --pf->count)
-    return;
-  __builtin_prefetch(pf->row + pf->off, 0, 0);
-  pf->off += 64;
-  if (pf->off >= pf->bytes) {
-    pf->off = 0;
-    pf->row += pf->ld;
+sa_spread_lines(sa_spread *pf) {
+  for (size_t i = 0; i < pf->per && pf->left; i++, pf->left--) {
+    __builtin_prefetch(pf->row + pf->off, 0, 0);
+    pf->off += 64;
+    if (pf->off >= pf->bytes) {
+      pf->off = 0;
+      pf->row += pf->ld;
+    }
   }
-  pf->left--;
-  pf->count = pf->every;
 }
 
 #endif /* SA_KERNELS_PREFETCH_H */

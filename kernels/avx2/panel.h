@@ -42,9 +42,9 @@ sa_panel_store8x8(__m256 r[8], float *dst) {
   }
 }
 
-/* s[0..mr)[0..nk) (+)= q[0..mr)[0..kc) . panel, stepping pf at each p: the
- * next panel's rows (kernels/prefetch.h, sa_spread). mr is a constant at
- * every call, so acc lives in registers. */
+/* s[0..mr)[0..nk) (+)= q[0..mr)[0..kc) . panel, naming pf's lines between
+ * chunks of p: the next panel's rows (kernels/prefetch.h, sa_spread). mr is a
+ * constant at every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
 sa_panel_tile(size_t mr, size_t kc, const float *q, size_t ldq,
               const float *panel, float *s, size_t lds, size_t nk, int first,
@@ -63,15 +63,18 @@ sa_panel_tile(size_t mr, size_t kc, const float *q, size_t ldq,
       acc[r][1] = sa_load8_part(s + r * lds + 8, n1);
     }
   }
-  for (size_t p = 0; p < kc; p++) {
-    __m256 b0 = _mm256_load_ps(panel + p * SA_PANEL_NR);
-    __m256 b1 = _mm256_load_ps(panel + p * SA_PANEL_NR + 8);
-    sa_spread_step(pf);
+  for (size_t p0 = 0; p0 < kc; p0 += SA_SPREAD_STEPS) {
+    sa_spread_lines(pf);
+    size_t pe = kc - p0 < SA_SPREAD_STEPS ? kc : p0 + SA_SPREAD_STEPS;
+    for (size_t p = p0; p < pe; p++) {
+      __m256 b0 = _mm256_load_ps(panel + p * SA_PANEL_NR);
+      __m256 b1 = _mm256_load_ps(panel + p * SA_PANEL_NR + 8);
 #pragma GCC unroll 6
-    for (size_t r = 0; r < mr; r++) {
-      __m256 a = _mm256_broadcast_ss(q + r * ldq + p);
-      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+      for (size_t r = 0; r < mr; r++) {
+        __m256 a = _mm256_broadcast_ss(q + r * ldq + p);
+        acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+      }
     }
   }
   const __m256 vs = _mm256_set1_ps(last ? scale : 1.0f);

@@ -52,8 +52,8 @@ sa_panel_store16x16(__m512 r[16], float *dst) {
 }
 
 /* s[0..mr)[0..SA_PANEL_NR) (+)= q[0..mr)[0..kc) . panel, lanes outside k0/k1
- * left alone, stepping pf (if any) at each p: the next panel's rows
- * (kernels/prefetch.h, sa_spread). mr is a constant at every
+ * left alone, naming pf's lines (if any) between chunks of p: the next
+ * panel's rows (kernels/prefetch.h, sa_spread). mr is a constant at every
  * call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
 sa_panel_tile(size_t mr, size_t kc, const float *q, size_t ldq,
@@ -67,16 +67,19 @@ sa_panel_tile(size_t mr, size_t kc, const float *q, size_t ldq,
     acc[r][1] = first ? _mm512_setzero_ps()
                       : _mm512_maskz_loadu_ps(k1, s + r * lds + 16);
   }
-  for (size_t p = 0; p < kc; p++) {
-    __m512 b0 = _mm512_load_ps(panel + p * SA_PANEL_NR);
-    __m512 b1 = _mm512_load_ps(panel + p * SA_PANEL_NR + 16);
+  for (size_t p0 = 0; p0 < kc; p0 += SA_SPREAD_STEPS) {
     if (pf)
-      sa_spread_step(pf);
+      sa_spread_lines(pf);
+    size_t pe = kc - p0 < SA_SPREAD_STEPS ? kc : p0 + SA_SPREAD_STEPS;
+    for (size_t p = p0; p < pe; p++) {
+      __m512 b0 = _mm512_load_ps(panel + p * SA_PANEL_NR);
+      __m512 b1 = _mm512_load_ps(panel + p * SA_PANEL_NR + 16);
 #pragma GCC unroll 8
-    for (size_t r = 0; r < mr; r++) {
-      __m512 a = _mm512_set1_ps(q[r * ldq + p]);
-      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+      for (size_t r = 0; r < mr; r++) {
+        __m512 a = _mm512_set1_ps(q[r * ldq + p]);
+        acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+        acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+      }
     }
   }
   const __m512 vs = _mm512_set1_ps(last ? scale : 1.0f);

@@ -32,11 +32,11 @@
  * same pair was level (0.98x), its decode already near its read probe.
  *
  * The next panel (0.9.3): while the tiles use one panel, they name the
- * next panel's K rows a line every few steps (kernels/prefetch.h, sa_spread),
- * so that packing it does not wait on memory. With K from memory (decode of 32
- * query heads over one KV head, cross-attention) packing was half of score's
- * time; named in bursts the lines stalled the tiles' loads (docs/DESIGN.md,
- * "The MQA row").
+ * next panel's K rows a few lines between chunks of steps (kernels/prefetch.h,
+ * sa_spread), so that packing it does not wait on memory. With K from memory
+ * (decode of 32 query heads over one KV head, cross-attention) packing was half
+ * of score's time; named in bursts the lines stalled the tiles' loads
+ * (docs/DESIGN.md, "The MQA row").
  *
  * Tails: GEMM: keys past n are packed as zeros and their lanes masked off at
  * the store; leftover rows run the same tile with fewer rows; d longer than
@@ -82,7 +82,8 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
                          size_t ldq, const float *k, size_t ldk, float scale,
                          float *s, size_t lds) {
   _Alignas(64) float panel[KC * NR];
-  const size_t steps = (m + MR - 1) / MR * (d > 0 ? d : 1);
+  const size_t chunks =
+      (m + MR - 1) / MR * ((d + SA_SPREAD_STEPS - 1) / SA_SPREAD_STEPS);
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     size_t nk = n - j0 < NR ? n - j0 : NR;
     __mmask16 k0 = sa_mask16(nk), k1 = sa_mask16(nk > 16 ? nk - 16 : 0);
@@ -90,7 +91,7 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
     size_t next = n - j0 - nk < NR ? n - j0 - nk : NR;
     sa_spread pf =
         sa_spread_rows(next ? k + (j0 + nk) * ldk : k, ldk * sizeof(float),
-                       d * sizeof(float), next, steps);
+                       d * sizeof(float), next, chunks);
     size_t p0 = 0;
     do { /* at least once, so that d = 0 still writes s = 0 */
       size_t kc = d - p0 < KC ? d - p0 : KC;

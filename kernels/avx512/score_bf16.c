@@ -111,15 +111,18 @@ AI void tile(size_t mr, size_t kc, const uint16_t *q, size_t ldq,
                       : _mm512_maskz_loadu_ps(k1, s + r * lds + 16);
   }
   const size_t full = kc / 2;
-  for (size_t pp = 0; pp < full; pp++) {
-    __m512bh b0 = as_bh(_mm512_load_si512(panel + pp * NR));
-    __m512bh b1 = as_bh(_mm512_load_si512(panel + pp * NR + 16));
-    sa_spread_step(pf);
+  for (size_t p0 = 0; p0 < full; p0 += SA_SPREAD_STEPS) {
+    sa_spread_lines(pf);
+    size_t pe = full - p0 < SA_SPREAD_STEPS ? full : p0 + SA_SPREAD_STEPS;
+    for (size_t pp = p0; pp < pe; pp++) {
+      __m512bh b0 = as_bh(_mm512_load_si512(panel + pp * NR));
+      __m512bh b1 = as_bh(_mm512_load_si512(panel + pp * NR + 16));
 #pragma GCC unroll 8
-    for (size_t r = 0; r < mr; r++) {
-      __m512bh a = q_pair(q + r * ldq, pp);
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
+      for (size_t r = 0; r < mr; r++) {
+        __m512bh a = q_pair(q + r * ldq, pp);
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
+      }
     }
   }
   if (kc & 1) { /* the last value alone: its pair's other half is 0 */
@@ -144,14 +147,16 @@ static void score_packed(size_t m, size_t n, size_t d, const uint16_t *q,
                          size_t ldq, const uint16_t *k, size_t ldk, float scale,
                          float *s, size_t lds) {
   _Alignas(64) uint32_t panel[KC / 2 * NR];
-  const size_t steps = (m + MR - 1) / MR * (d > 1 ? d / 2 : 1);
+  /* chunks of SA_SPREAD_STEPS pairs of d */
+  const size_t chunks = (m + MR - 1) / MR *
+                        ((d + 2 * SA_SPREAD_STEPS - 1) / (2 * SA_SPREAD_STEPS));
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     size_t nk = n - j0 < NR ? n - j0 : NR;
     __mmask16 k0 = sa_mask16(nk), k1 = sa_mask16(nk > 16 ? nk - 16 : 0);
     /* the next panel's rows, as score.c's */
     size_t next = n - j0 - nk < NR ? n - j0 - nk : NR;
     sa_spread pf = sa_spread_rows(next ? k + (j0 + nk) * ldk : k,
-                                  ldk * sizeof *k, d * sizeof *k, next, steps);
+                                  ldk * sizeof *k, d * sizeof *k, next, chunks);
     size_t p0 = 0;
     do { /* at least once, so that d = 0 still writes s = 0 */
       size_t kc = d - p0 < KC ? d - p0 : KC;

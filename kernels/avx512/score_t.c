@@ -76,7 +76,8 @@ AI void score_packed(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
                      float *s, size_t lds) {
   _Alignas(64) float panel[KC * NR];
   const size_t ldkb = ldk * sa_widen_unit(t);
-  const size_t steps = (m + MR - 1) / MR * (d > 0 ? d : 1);
+  const size_t chunks =
+      (m + MR - 1) / MR * ((d + SA_SPREAD_STEPS - 1) / SA_SPREAD_STEPS);
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     size_t nk = n - j0 < NR ? n - j0 : NR;
     __mmask16 k0 = sa_mask16(nk), k1 = sa_mask16(nk > 16 ? nk - 16 : 0);
@@ -84,7 +85,7 @@ AI void score_packed(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
     size_t next = n - j0 - nk < NR ? n - j0 - nk : NR;
     sa_spread pf =
         sa_spread_rows((const char *)k + (next ? (j0 + nk) * ldkb : 0), ldkb,
-                       sa_widen_offset(t, d), next, steps);
+                       sa_widen_offset(t, d), next, chunks);
     size_t p0 = 0;
     do { /* at least once, so that d = 0 still writes s = 0 */
       size_t kc = d - p0 < KC ? d - p0 : KC;
