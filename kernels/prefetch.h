@@ -1,4 +1,8 @@
 /*
+ * Two ways of naming rows ahead of a kernel. The second, sa_spread (at the
+ * end), is for score's GEMM ways: the next Kᵀ panel's rows, a few lines
+ * between chunks of a tile's steps.
+ *
  * A prefetch cursor for the kernels that stream rows from memory with few
  * query rows (avx2's and avx512's score dot products and wsum, f32 and
  * narrow):
