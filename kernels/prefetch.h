@@ -187,6 +187,16 @@ static inline sa_spread sa_spread_rows(const void *k, size_t ld, size_t bytes,
   return pf;
 }
 
+/* The rows of the panel after one that ends at row j: rows [j, j + nr),
+ * none at or past row n, spread over `chunks` chunks. */
+static inline sa_spread sa_spread_panel(const void *k, size_t ld, size_t bytes,
+                                        size_t n, size_t j, size_t nr,
+                                        size_t chunks) {
+  size_t rows = n - j < nr ? n - j : nr;
+  return sa_spread_rows(rows ? (const char *)k + j * ld : (const char *)k, ld,
+                        bytes, rows, chunks);
+}
+
 /* The next chunk's share of lines. */
 static inline __attribute__((always_inline)) void
 sa_spread_lines(sa_spread *pf) {

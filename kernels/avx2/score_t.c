@@ -69,11 +69,10 @@ SA_INLINE void score_packed(sa_dtype t, size_t m, size_t n, size_t d,
       (m + MR - 1) / MR * ((d + SA_SPREAD_STEPS - 1) / SA_SPREAD_STEPS);
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     size_t nk = n - j0 < NR ? n - j0 : NR;
-    /* the next panel's rows (none past n), while this one is used */
-    size_t next = n - j0 - nk < NR ? n - j0 - nk : NR;
-    sa_spread pf = sa_spread_rows(k + (next ? (j0 + nk) * ldb : 0), ldb,
-                                  sa_row_bytes(t, t == SA_Q8_0 ? d / 32 : d),
-                                  next, chunks);
+    /* the next panel's rows, while this one is used */
+    sa_spread pf =
+        sa_spread_panel(k, ldb, sa_row_bytes(t, t == SA_Q8_0 ? d / 32 : d), n,
+                        j0 + nk, NR, chunks);
     size_t p0 = 0;
     do { /* at least once, so that d = 0 still writes s = 0 */
       size_t kc = d - p0 < KC ? d - p0 : KC;

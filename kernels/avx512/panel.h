@@ -52,7 +52,7 @@ sa_panel_store16x16(__m512 r[16], float *dst) {
 }
 
 /* s[0..mr)[0..SA_PANEL_NR) (+)= q[0..mr)[0..kc) . panel, lanes outside k0/k1
- * left alone, naming pf's lines (if any) between chunks of p: the next
+ * left alone, naming pf's lines between chunks of p: the next
  * panel's rows (kernels/prefetch.h, sa_spread). mr is a constant at every
  * call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
@@ -68,8 +68,7 @@ sa_panel_tile(size_t mr, size_t kc, const float *q, size_t ldq,
                       : _mm512_maskz_loadu_ps(k1, s + r * lds + 16);
   }
   for (size_t p0 = 0; p0 < kc; p0 += SA_SPREAD_STEPS) {
-    if (pf)
-      sa_spread_lines(pf);
+    sa_spread_lines(pf);
     size_t pe = kc - p0 < SA_SPREAD_STEPS ? kc : p0 + SA_SPREAD_STEPS;
     for (size_t p = p0; p < pe; p++) {
       __m512 b0 = _mm512_load_ps(panel + p * SA_PANEL_NR);

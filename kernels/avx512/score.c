@@ -87,11 +87,9 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     size_t nk = n - j0 < NR ? n - j0 : NR;
     __mmask16 k0 = sa_mask16(nk), k1 = sa_mask16(nk > 16 ? nk - 16 : 0);
-    /* the next panel's rows (none past n), while this one is used */
-    size_t next = n - j0 - nk < NR ? n - j0 - nk : NR;
-    sa_spread pf =
-        sa_spread_rows(next ? k + (j0 + nk) * ldk : k, ldk * sizeof(float),
-                       d * sizeof(float), next, chunks);
+    /* the next panel's rows, while this one is used */
+    sa_spread pf = sa_spread_panel(k, ldk * sizeof(float), d * sizeof(float), n,
+                                   j0 + nk, NR, chunks);
     size_t p0 = 0;
     do { /* at least once, so that d = 0 still writes s = 0 */
       size_t kc = d - p0 < KC ? d - p0 : KC;

@@ -81,11 +81,9 @@ AI void score_packed(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
   for (size_t j0 = 0; j0 < n; j0 += NR) {
     size_t nk = n - j0 < NR ? n - j0 : NR;
     __mmask16 k0 = sa_mask16(nk), k1 = sa_mask16(nk > 16 ? nk - 16 : 0);
-    /* the next panel's rows (none past n), while this one is used */
-    size_t next = n - j0 - nk < NR ? n - j0 - nk : NR;
+    /* the next panel's rows, while this one is used */
     sa_spread pf =
-        sa_spread_rows((const char *)k + (next ? (j0 + nk) * ldkb : 0), ldkb,
-                       sa_widen_offset(t, d), next, chunks);
+        sa_spread_panel(k, ldkb, sa_widen_offset(t, d), n, j0 + nk, NR, chunks);
     size_t p0 = 0;
     do { /* at least once, so that d = 0 still writes s = 0 */
       size_t kc = d - p0 < KC ? d - p0 : KC;

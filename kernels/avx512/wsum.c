@@ -168,16 +168,17 @@ AI void group(size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
   } while (j0 < n);
 }
 
-/* Rows in blocks of rb, nv vectors a column block (both constants). */
-AI void wsum(size_t rb, size_t nv, int stream, size_t m, size_t n, size_t dv,
-             const float *p, size_t ldp, const float *v, size_t ldv,
+/* Rows in blocks of rb, nv vectors a column block (both constants); the
+ * first block prefetches V unless told not to (V in cache). */
+AI void wsum(size_t rb, size_t nv, int stream, int pf, size_t m, size_t n,
+             size_t dv, const float *p, size_t ldp, const float *v, size_t ldv,
              const float *beta, float *o, size_t ldo) {
   for (size_t i0 = 0; i0 < m; i0 += rb) {
     size_t mr = m - i0 < rb ? m - i0 : rb;
     for (size_t g0 = 0; g0 < dv; g0 += CG)
       group(rb, nv, mr, n, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp,
             v + g0, ldv, beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo,
-            i0 == 0, stream);
+            pf && i0 == 0, stream);
   }
 }
 
@@ -191,7 +192,7 @@ AI void wsum(size_t rb, size_t nv, int stream, size_t m, size_t n, size_t dv,
   static __attribute__((noinline)) void name(                                  \
       size_t m, size_t n, size_t dv, const float *p, size_t ldp,               \
       const float *v, size_t ldv, const float *beta, float *o, size_t ldo) {   \
-    wsum(rb, nv, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);                   \
+    wsum(rb, nv, 1, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);                \
   }
 STREAMED(streamed_2x8, SA_AVX512_WSUM_M2, SA_AVX512_WSUM_NV2)
 STREAMED(streamed_4x4, SA_AVX512_WSUM_M4, SA_AVX512_WSUM_NV4)
@@ -222,11 +223,7 @@ lead(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
 static __attribute__((noinline)) void
 reuse(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
       size_t ldv, const float *beta, float *o, size_t ldo) {
-  for (size_t i0 = 0; i0 < m; i0 += MR)
-    for (size_t g0 = 0; g0 < dv; g0 += CG)
-      group(MR, SA_AVX512_WSUM_NV, m - i0 < MR ? m - i0 : MR, n,
-            dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp, v + g0, ldv,
-            beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo, 0, 0);
+  wsum(MR, SA_AVX512_WSUM_NV, 0, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
 }
 
 void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
@@ -243,5 +240,5 @@ void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
     reuse(m - LEAD, n, dv, p + LEAD * ldp, ldp, v, ldv,
           beta ? beta + LEAD : NULL, o + LEAD * ldo, ldo);
   } else
-    wsum(MR, SA_AVX512_WSUM_NV, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+    wsum(MR, SA_AVX512_WSUM_NV, 0, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
 }
