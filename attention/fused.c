@@ -96,6 +96,44 @@ static void rows_at(const sa_plan *p, const sa_tile_io *t, size_t j0, size_t nb,
   }
 }
 
+/* A block whose rows see keys [0, hib[i]) of it, hib not all equal (the
+ * causal diagonal: each row one key further than the row before), in
+ * groups of SA_DIAG_ROWS rows, each group's three kernels only over the
+ * keys its rows see. The last group takes what is left, up to twice that:
+ * with more than 32 rows in every group, score and wsum take the ways they
+ * take for the whole tile, so the output is bit for bit the same. The whole
+ * block at once would compute the scores and value sums of every key for every
+ * row and zero the weights of the keys past each row's end: with 128-row tiles,
+ * causal prefill at L 2048 did 6 % more FMAs than its visible ones, 3 % in
+ * groups of 64. Each group's scores, softmax and sums are those of the whole
+ * block on its rows, less terms whose weights were 0. A group that sees no key
+ * of the block keeps its state (alpha 1), and its output rows start at 0 if
+ * this is the first block. */
+static void diagonal(const sa_kernel_set *ks, const sa_plan *p,
+                     const sa_tile_io *t, sa_rows *r, const void *q, size_t ldq,
+                     const void *kb, size_t ldk, const void *vb, size_t ldv,
+                     float *s, int first) {
+  /* Q is f32 here unless bf16 rows go to score_bf16 as they are */
+  const size_t qu = p->q_direct ? p->unit[0] : sizeof(float);
+  for (size_t i0 = 0, mg; i0 < t->m; i0 += mg) {
+    size_t ng = 0;
+    mg = t->m - i0 < 2 * SA_DIAG_ROWS ? t->m - i0 : SA_DIAG_ROWS;
+    for (size_t i = i0; i < i0 + mg; i++)
+      ng = r->hib[i] > ng ? r->hib[i] : ng;
+    float *o = t->o + i0 * t->ldo, *si = s + i0 * p->lds;
+    if (!ng) {
+      for (size_t i = 0; first && i < mg; i++)
+        memset(o + i * t->ldo, 0, p->dim_v * sizeof(float));
+      continue;
+    }
+    sa_score_any(ks, p, mg, ng, sa_at(q, i0 * ldq, qu), ldq, kb, ldk, si);
+    ks->softmax_online(mg, ng, si, p->lds, r->hib + i0, r->mx + i0, r->l + i0,
+                       r->alpha + i0);
+    sa_wsum_any(ks, p, mg, ng, si, vb, ldv, first ? NULL : r->alpha + i0, o,
+                t->ldo);
+  }
+}
+
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
                    const sa_tile_io *t, sa_scratch *ws) {
   const size_t m = t->m, bkv = p->block_kv;
@@ -156,6 +194,11 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
     const void *kb, *vb;
     size_t ldk, ldv;
     keys_at(p, t, ws, in_place, j0, nb, &kb, &ldk, &vb, &ldv);
+    if (partial && !left && !p->mods && m >= 2 * SA_DIAG_ROWS) {
+      diagonal(ks, p, t, &r, q, ldq, kb, ldk, vb, ldv, s, first);
+      first = 0;
+      continue;
+    }
     sa_score_any(ks, p, m, nb, q, ldq, kb, ldk, s);
     sa_rows_mods(ks, p, t, ws, &r, j0, nb, left);
     ks->softmax_online(m, nb, s, p->lds, partial ? r.hib : NULL, r.mx, r.l,

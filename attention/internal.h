@@ -26,6 +26,13 @@
  * against 256; 1024 no better, and half the split-KV parts). */
 #define SA_GROUP_ROWS 32
 #define SA_GROUP_BLOCK_KV 512
+/* A key block that the tile's last rows see further into than its first
+ * (the causal diagonal) is taken SA_DIAG_ROWS rows at a time, each group
+ * only as far as its own rows see (attention/fused.c). More rows than an
+ * MQA group (SA_GROUP_ROWS), the most rows any set's score or wsum treats
+ * as a few: a group then takes the kernels' ways of the whole tile. */
+#define SA_DIAG_ROWS 64
+_Static_assert(SA_DIAG_ROWS > SA_GROUP_ROWS, "diagonal groups are wide");
 
 /* Per-worker scratch, grown on demand and kept across calls (or carved from
  * the caller's workspace). */

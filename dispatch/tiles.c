@@ -51,7 +51,8 @@ static const sa_tiles avx512 = {
     .m = {SA_AVX512_MR, SA_AVX512_DM, SA_AVX512_WSUM_MR, SA_AVX512_BF16_MR,
           SA_AVX512_WSUM_M4, SA_AVX512_WSUM_M2},
     .m_cut = {SA_AVX512_DOTS_M, SA_AVX512_BF16_DOTS_M, SA_AVX512_WSUM_LEAD_M},
-    /* wsum_t's sub-blocks are 4 KB (f16, bf16) and 8 KB (q8_0) keys */
+    /* wsum_t's sub-blocks are 4 KB (f16, bf16) and 8 KB (q8_0) keys, and
+     * for the 4-row tile KB and NR (16 and 32 keys) */
     .n = {SA_AVX512_NR, SA_AVX512_DN, SA_AVX512_BF16_NR, SA_AVX512_WSUM_KB,
           4 * SA_AVX512_WSUM_KB, 8 * SA_AVX512_WSUM_KB},
     /* softmax_impl.h's row max takes 4 vectors a step, exp and sum 2 */

@@ -38,8 +38,9 @@ static size_t pick_dim(void) {
 static long one_key_rows; /* rows held to their key's v bit for bit */
 
 /* Cases with random block sizes and lengths up to 100, then a few long
- * ones with the library's default blocks. */
-enum { SHORT_CASES = 400, LONG_CASES = 6 };
+ * ones, with the library's default blocks (even ids) or tiles of 128-300
+ * rows (odd ids: the causal diagonal in row groups, attention/fused.c). */
+enum { SHORT_CASES = 400, LONG_CASES = 10 };
 
 static int run_case(int id, const sa_kernel_set **sets, int nsets) {
   sa_attention_desc d;
@@ -63,6 +64,9 @@ static int run_case(int id, const sa_kernel_set **sets, int nsets) {
   d.dim_qk = pick_dim();
   d.dim_v = id % 3 ? pick_dim() : d.dim_qk;
   d.mask = (sa_mask)(t_next() % 3);
+  if (id >= SHORT_CASES && id % 2) /* tiles of 128-300 rows: causal */
+    d.mask =
+        id % 4 == 1 ? SA_MASK_CAUSAL_TOP_LEFT : SA_MASK_CAUSAL_BOTTOM_RIGHT;
   int big = id % 5 == 0; /* logits ~1e4: exp must not overflow */
   d.scale = big ? 4e4f / (float)d.dim_qk : (id % 2 ? 0.0f : t_uniform(0.1f, 2));
   double scale = d.scale != 0.0f ? d.scale : 1.0 / sqrt((double)d.dim_qk);
@@ -106,6 +110,8 @@ static int run_case(int id, const sa_kernel_set **sets, int nsets) {
       opt.num_threads = 1;
       opt.block_q = id % 2 && id < SHORT_CASES ? t_range(1, 9) : 0;
       opt.block_kv = id % 2 && id < SHORT_CASES ? t_range(1, 40) : 0;
+      if (id % 2 && id >= SHORT_CASES)
+        opt.block_q = t_range(128, 300), opt.block_kv = t_range(32, 600);
       sa_context *ctx;
       sa_status st = sa_context_create(&opt, &ctx);
       CHECK(st == SA_OK, "context %s: %s", sets[s]->name, sa_status_str(st));

@@ -300,6 +300,17 @@ static const spec specs[] = {
 static const spec odd = {
     "odd d", 2, 2, 1, 13, 29, 33, 17, SA_MASK_CAUSAL_TOP_LEFT, DENSE, 0};
 
+/* Tiles of 200 rows over 96-key blocks (contexts made for these): on the
+ * causal diagonal the fused driver takes a tile's rows in groups, a short
+ * last group folded into the one before (attention/fused.c), for every
+ * type, bf16 Q and K straight to score_bf16 included. */
+static const spec wide[] = {
+    {"causal wide tiles", 1, 2, 1, 330, 330, 64, 64, SA_MASK_CAUSAL_TOP_LEFT,
+     DENSE, 0},
+    {"causal br wide tiles", 1, 2, 2, 300, 420, 32, 64,
+     SA_MASK_CAUSAL_BOTTOM_RIGHT, BLHD, 0},
+};
+
 /* sa_kv_append rounds f32 rows into an f16, bf16 or q8_0 paged cache
  * exactly as sa_convert does, copies rows of the cache's own type, and
  * leaves every other byte alone. */
@@ -366,15 +377,28 @@ static void test_append(void) {
     }
 }
 
+/* Every set's contexts of 1 and 3 threads with these block sizes, the
+ * previous ones (if any) destroyed; 0 if one could not be made. */
+static int contexts(size_t block_q, size_t block_kv) {
+  for (int i = 0; i < nsets; i++) {
+    if (ctx1[i])
+      sa_context_destroy(ctx1[i]), sa_context_destroy(ctx3[i]);
+    ctx1[i] = ctx3[i] = NULL;
+    if (!block_q)
+      continue;
+    ctx1[i] = t_context_new(sets[i]->name, 1, SA_PIN_NONE, block_q, block_kv);
+    ctx3[i] = t_context_new(sets[i]->name, 3, SA_PIN_NONE, block_q, block_kv);
+    if (!ctx1[i] || !ctx3[i])
+      return 0;
+  }
+  return 1;
+}
+
 int main(void) {
   t_seed(15);
   nsets = t_runnable_sets(sets, MAX_SETS);
-  for (int i = 0; i < nsets; i++) {
-    ctx1[i] = t_context_new(sets[i]->name, 1, SA_PIN_NONE, 16, 32);
-    ctx3[i] = t_context_new(sets[i]->name, 3, SA_PIN_NONE, 16, 32);
-    if (!ctx1[i] || !ctx3[i])
-      return t_finish("test_dtypes");
-  }
+  if (!contexts(16, 32))
+    return t_finish("test_dtypes");
   for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++)
     for (size_t ci = 0; ci < NCOMBO; ci++)
       run_case(&specs[si], &combos[ci]);
@@ -382,9 +406,11 @@ int main(void) {
     if (combos[ci].k != SA_Q8_0 && combos[ci].v != SA_Q8_0)
       run_case(&odd, &combos[ci]);
   test_append();
-  for (int i = 0; i < nsets; i++) {
-    sa_context_destroy(ctx1[i]);
-    sa_context_destroy(ctx3[i]);
-  }
+  if (!contexts(200, 96))
+    return t_finish("test_dtypes");
+  for (size_t si = 0; si < sizeof wide / sizeof wide[0]; si++)
+    for (size_t ci = 0; ci < NCOMBO; ci++)
+      run_case(&wide[si], &combos[ci]);
+  contexts(0, 0);
   return t_finish("test_dtypes");
 }
