@@ -199,7 +199,9 @@ static size_t split_parts(const sa_plan *p, size_t ntiles) {
     return 1;
   size_t blocks = (p->len_kv + p->block_kv - 1) / p->block_kv;
   size_t parts = (SA_SPLIT_TILES + ntiles - 1) / ntiles;
-  size_t most = blocks / SA_SPLIT_MIN_BLOCKS;
+  size_t least = (SA_SPLIT_MIN_KEYS + p->block_kv - 1) / p->block_kv;
+  size_t most =
+      blocks / (least < SA_SPLIT_MIN_BLOCKS ? least : SA_SPLIT_MIN_BLOCKS);
   return parts < most ? parts : most > 1 ? most : 1;
 }
 

@@ -20,6 +20,13 @@
  * so that 256-key pages are still read in place. */
 #define SA_DECODE_ROWS 16
 #define SA_DECODE_BLOCK_KV 1024
+/* ...and those of at most SA_DECODE_FEW_ROWS rows (MHA's one, GQA groups
+ * of up to 8 heads) SA_DECODE_FEW_BLOCK_KV: their tile is still 128 KiB at
+ * most, and a call a quarter as often restarts the streams a quarter as
+ * often (f16 and bf16 KV decode, 4 rows, 1.05-1.09x on Zen 5; q8_0
+ * 1.03-1.06x, f32 1.01-1.02x; at 16 rows 0.97-0.99x, so they keep 1024). */
+#define SA_DECODE_FEW_ROWS 8
+#define SA_DECODE_FEW_BLOCK_KV 4096
 /* Tiles of up to SA_GROUP_ROWS rows (an MQA group of query heads) take
  * SA_GROUP_BLOCK_KV keys: score's first Kᵀ panel of each call comes from
  * memory unprefetched, and 512 keys halve how often (the MQA row 1.065x
@@ -50,8 +57,10 @@ typedef struct sa_scratch {
 #define SA_SPLIT_TILES 32
 /* ...and a part has at least this many key blocks, so that the partial
  * results (m x dv floats, written and merged once) stay small beside the
- * part's K and V. */
+ * part's K and V, or SA_SPLIT_MIN_KEYS keys where fewer blocks hold them
+ * (SA_DECODE_FEW_BLOCK_KV: parts as long as with 4 blocks of 1024). */
 #define SA_SPLIT_MIN_BLOCKS 4
+#define SA_SPLIT_MIN_KEYS 4096
 
 struct sa_context {
   /* 0 while free, else the fork generation of the call running on it, + 1:

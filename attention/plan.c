@@ -411,10 +411,11 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   if (p->len_q == 1 && p->group > 1) /* decode: a KV group's heads as rows */
     p->block_q = block_q < p->group ? block_q : p->group;
   if (block_kv == 0) /* the context leaves it to the call's shape */
-    block_kv = p->table                       ? SA_DEFAULT_BLOCK_KV
-               : p->block_q <= SA_DECODE_ROWS ? SA_DECODE_BLOCK_KV
-               : p->block_q <= SA_GROUP_ROWS  ? SA_GROUP_BLOCK_KV
-                                              : SA_DEFAULT_BLOCK_KV;
+    block_kv = p->table                           ? SA_DEFAULT_BLOCK_KV
+               : p->block_q <= SA_DECODE_FEW_ROWS ? SA_DECODE_FEW_BLOCK_KV
+               : p->block_q <= SA_DECODE_ROWS     ? SA_DECODE_BLOCK_KV
+               : p->block_q <= SA_GROUP_ROWS      ? SA_GROUP_BLOCK_KV
+                                                  : SA_DEFAULT_BLOCK_KV;
   p->block_kv = block_kv < p->len_kv ? block_kv : p->len_kv;
 
   /* Fused: the scores tile, five floats per row (mx, l, alpha, slope,

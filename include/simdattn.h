@@ -41,13 +41,13 @@ extern "C" {
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
 #define SA_VERSION_MINOR 9
-#define SA_VERSION_PATCH 3
-#define SA_VERSION_STRING "0.9.3"
+#define SA_VERSION_PATCH 4
+#define SA_VERSION_STRING "0.9.4"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.9.3". Compare with SA_VERSION to see which header a caller was built
+ * "0.9.4". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);
@@ -417,9 +417,9 @@ typedef struct sa_context_options {
                          128 for fused prefill when block_kv is 0 too and a
                          core's L2 holds the blocks, see README) */
   size_t block_kv;    /* keys per fused step; 0 = library default (256;
-                         512 with those 128 rows; 1024 for decode tiles of
-                         at most 16 rows on a cache that is not paged, 512
-                         for tiles of 17-32 rows there) */
+                         512 with those 128 rows; on a cache that is not
+                         paged, 4096 for decode tiles of at most 8 rows,
+                         1024 for 9-16 rows, 512 for 17-32) */
   /* --- 0.2: where the workers go, and whose memory the scratch is. */
   /* NULL: every CPU the process may use. Else a list of OS CPU numbers
    * ("0-7,16-23", hwloc/taskset list syntax) that pinned workers are
