@@ -14,6 +14,9 @@ static const int thread_counts[] = {1, 2, 3, 8};
 
 static const sa_kernel_set *sets[32];
 static int nsets;
+/* The contexts' block sizes (0: the library's own, which depend on the
+ * shape and the machine, never on the thread count). */
+static size_t block_q = 32, block_kv = 128;
 
 /* One set's output with 1 thread into o[0], then each other count's, which
  * must be the same bits. */
@@ -25,8 +28,8 @@ static void run_counts(const sa_kernel_set *ks, const sa_attention_desc *d,
       o[c][i] = NAN;
     /* Small tiles: many tasks, so 8 workers all get some, and key blocks
      * that end mid-way (200 = 128 + 72; query blocks 200 = 6*32 + 8). */
-    sa_context *ctx =
-        t_context_new(ks->name, thread_counts[c], SA_PIN_DEFAULT, 32, 128);
+    sa_context *ctx = t_context_new(ks->name, thread_counts[c], SA_PIN_DEFAULT,
+                                    block_q, block_kv);
     if (!ctx)
       continue;
     CHECK(sa_context_num_threads(ctx) == thread_counts[c],
@@ -115,6 +118,11 @@ int main(void) {
   determinism_case("fused GQA 8/2 L=200", 8, 2, 200, 200, tl, SA_ALGO_FUSED);
   /* Decode: tiles are groups of query heads sharing a KV head. */
   determinism_case("fused GQA decode", 16, 2, 1, 200,
+                   SA_MASK_CAUSAL_BOTTOM_RIGHT, SA_ALGO_FUSED);
+  /* The library's decode blocks: 4 rows a tile take 4096 keys, and 4 tiles
+   * split 9000 keys into parts of whole blocks (two and a tail). */
+  block_q = block_kv = 0;
+  determinism_case("fused GQA decode, default blocks", 8, 2, 1, 9000,
                    SA_MASK_CAUSAL_BOTTOM_RIGHT, SA_ALGO_FUSED);
   return t_finish("test_determinism");
 }
