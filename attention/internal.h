@@ -22,9 +22,10 @@
 #define SA_DECODE_BLOCK_KV 1024
 /* ...and those of at most SA_DECODE_FEW_ROWS rows (MHA's one, GQA groups
  * of up to 8 heads) SA_DECODE_FEW_BLOCK_KV: their tile is still 128 KiB at
- * most, and a call a quarter as often restarts the streams a quarter as
- * often (f16 and bf16 KV decode, 4 rows, 1.05-1.09x on Zen 5; q8_0
- * 1.03-1.06x, f32 1.01-1.02x; at 16 rows 0.97-0.99x, so they keep 1024). */
+ * most, and a quarter as many calls restart the K and V streams a quarter
+ * as often (4 rows on Zen 5: f32 KV decode 1.01-1.04x, f16 1.02-1.09x,
+ * bf16 1.04-1.06x, q8_0 1.03-1.06x; at 16 rows 0.97-0.99x, so those keep
+ * 1024; docs/DESIGN.md, "Decode key blocks"). */
 #define SA_DECODE_FEW_ROWS 8
 #define SA_DECODE_FEW_BLOCK_KV 4096
 /* Tiles of up to SA_GROUP_ROWS rows (an MQA group of query heads) take
