@@ -31,7 +31,7 @@ static const sa_tiles scalar = {.m = {1},
 #if SA_HAVE_AVX2
 static const sa_tiles avx2 = {
     .m = {SA_AVX2_MR, SA_AVX2_DM, SA_AVX2_WSUM_MR},
-    .m_cut = {SA_AVX2_DOTS_M_WIDE, SA_AVX2_DOTS_M},
+    .m_cut = {SA_AVX2_DOTS_M_WIDE, SA_AVX2_DOTS_M, SA_AVX2_WSUM_DEQ_M},
     /* wsum_t's sub-blocks are 2 KB (f16, bf16) and 4 KB (q8_0) keys */
     .n = {SA_AVX2_NR, SA_AVX2_DN, SA_AVX2_DN_WIDE, SA_AVX2_WSUM_KB,
           2 * SA_AVX2_WSUM_KB, 4 * SA_AVX2_WSUM_KB},

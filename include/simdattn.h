@@ -203,8 +203,9 @@ SA_API sa_status sa_convert(sa_dtype to, void *dst, sa_dtype from,
  * Kernels allocate nothing on the heap and keep no state between calls, so
  * any number of threads may call one set at once. They do use the calling
  * thread's stack: the x86 score kernels pack a transposed panel of K there
- * (32 KiB for AVX-512, 16 KiB for AVX2), so give threads that call
- * kernels directly at least 64 KiB of stack. No kernel reads the
+ * (32 KiB for AVX-512, 16 KiB for AVX2), and the x86 q8_0 wsum widens V
+ * there for many rows (24 KiB), so give threads that call kernels
+ * directly at least 64 KiB of stack. No kernel reads the
  * floating-point environment on purpose: results follow the caller's
  * rounding mode and denormal (FTZ/DAZ) settings.
  */

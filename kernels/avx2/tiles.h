@@ -23,6 +23,8 @@ enum {
   SA_AVX2_WSUM_NV = 2,
   SA_AVX2_WSUM_KB = 32,       /*   keys a sub-block, through every column */
   SA_AVX2_WSUM_CG = 128,      /*   of a group of CG columns before the next */
+  SA_AVX2_WSUM_DEQ_M = 12,    /* q8_0 wsum_t: V widened once a sub-block of
+                                 keys for all rows when m > this */
   SA_AVX2_DECODE_CHUNK = 256, /* decode: keys a chunk (128 KiB of f32 K at
                                  d = 128, and as much V; sub-blocks of
                                  WSUM_KB keys f32); its value sums */

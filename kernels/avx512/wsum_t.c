@@ -29,7 +29,8 @@
  * 4). With 17 to LEAD_M rows the first LEAD rows stream V in one pass and
  * the rest reuse it from cache, as wsum.c's. More rows keep one pass of
  * all n keys a column block, the first prefetching whole rows PF keys
- * ahead, as wsum.c's.
+ * ahead, as wsum.c's, except q8_0, whose blocks are widened once for all
+ * the rows (q8_0_rows, below).
  *
  * How V is named (0.8, as wsum.c): the first row block trickles the
  * cursor (kernels/prefetch.h) through every column block, as many lines a
@@ -244,6 +245,93 @@ AI void lead(sa_dtype t, size_t m, size_t n, size_t dv, const float *p,
   }
 }
 
+/* ---- q8_0 with many rows (prefill): each 32-column block of V (one q8_0
+ * block a row) dequantised once per DK keys into an f32 buffer that every
+ * row tile then reads, instead of once per row tile: a key's scale
+ * broadcast and two multiplies took 8 operations beside a tile's 16 FMAs,
+ * the multiplies on the FMA pipes, and the value sums ran 1.16x f32's at
+ * m = 128 (f16 and bf16, one widening op per 16 values, run level with
+ * f32). The tiles' sums are parked between the buffer's sub-blocks bit
+ * for bit, so each lane adds its keys in order as the one-pass tile does,
+ * and the output is that tile's. */
+enum {
+  DK = 64,  /* keys a dequantised sub-block: 8 KiB of f32 */
+  RCH = 128 /* rows parked at once: 16 KiB */
+};
+
+/* acc over keys [0, nb) of buf (32 floats a key) for mr rows of p; starts
+ * at 0 or from part (32 floats a row), ends parked or in o. */
+AI void deq_tile(size_t mr, size_t nb, const float *p, size_t ldp,
+                 const float *buf, float *part, int first, int last,
+                 const float *beta, float *o, size_t ldo) {
+  __m512 acc[MR][2];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++)
+    for (size_t c = 0; c < 2; c++)
+      acc[r][c] =
+          first ? _mm512_setzero_ps() : _mm512_load_ps(part + 32 * r + 16 * c);
+  for (size_t j = 0; j < nb; j++) {
+    __m512 b0 = _mm512_load_ps(buf + 32 * j);
+    __m512 b1 = _mm512_load_ps(buf + 32 * j + 16);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < mr; r++) {
+      __m512 a = _mm512_set1_ps(p[r * ldp + j]);
+      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++)
+    for (size_t c = 0; c < 2; c++) {
+      if (!last) {
+        _mm512_store_ps(part + 32 * r + 16 * c, acc[r][c]);
+        continue;
+      }
+      float *out = o + r * ldo + 16 * c;
+      __m512 x = acc[r][c];
+      if (beta) /* beta * o rounded on its own, as wsum_ends.h */
+        x = _mm512_add_ps(
+            _mm512_mul_ps(_mm512_set1_ps(beta[r]), _mm512_loadu_ps(out)), x);
+      _mm512_storeu_ps(out, x);
+    }
+}
+
+static __attribute__((noinline)) void
+q8_0_rows(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
+          const void *v, size_t ldv, const float *beta, float *o, size_t ldo) {
+  _Alignas(64) float buf[DK * 32];
+  _Alignas(64) float part[RCH * 32];
+  const size_t ldvb = ldv * sizeof(sa_block_q8_0);
+  for (size_t i0 = 0; i0 < m; i0 += RCH) {
+    size_t mc = m - i0 < RCH ? m - i0 : RCH;
+    for (size_t c0 = 0; c0 < dv; c0 += 32) {
+      const char *vc = (const char *)v + c0 / 32 * sizeof(sa_block_q8_0);
+      size_t j0 = 0;
+      do { /* n = 0 still writes o = beta * o */
+        size_t nb = n - j0 < DK ? n - j0 : DK;
+        for (size_t j = 0; j < nb; j++) {
+          __m512 lo, hi;
+          if (j0 + j + PF < n)
+            _mm_prefetch(vc + (j0 + j + PF) * ldvb, _MM_HINT_T0);
+          sa_widen32(SA_Q8_0, vc + (j0 + j) * ldvb, 0, 32, &lo, &hi);
+          _mm512_store_ps(buf + 32 * j, lo);
+          _mm512_store_ps(buf + 32 * j + 16, hi);
+        }
+        int first = j0 == 0, last = j0 + nb == n;
+        for (size_t r0 = 0; r0 < mc; r0 += MR) {
+          size_t i = i0 + r0;
+#define TILE(r)                                                                \
+  deq_tile(r, nb, p + i * ldp + j0, ldp, buf, part + 32 * r0, first, last,     \
+           beta ? beta + i : NULL, o + i * ldo + c0, ldo)
+          SA_UNROLL_1_8(mc - r0 < MR ? mc - r0 : MR, TILE);
+#undef TILE
+        }
+        j0 += nb;
+      } while (j0 < n);
+    }
+  }
+}
+
 /* The streamed tiles in functions of their own, as in wsum.c (which says
  * why); with at most 4 rows the column blocks are as wide as the registers
  * hold, as wsum.c's. */
@@ -277,7 +365,9 @@ AI void lead(sa_dtype t, size_t m, size_t n, size_t dv, const float *p,
       name##_lead(LEAD, n, dv, p, ldp, v, ldv, beta, o, ldo);                  \
       name##_reuse(m - LEAD, n, dv, p + LEAD * ldp, ldp, v, ldv,               \
                    beta ? beta + LEAD : NULL, o + LEAD * ldo, ldo);            \
-    } else                                                                     \
+    } else if (type == SA_Q8_0)                                                \
+      q8_0_rows(m, n, dv, p, ldp, v, ldv, beta, o, ldo);                       \
+    else                                                                       \
       wsum_typed(type, MR, NV, 0, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);  \
   }
 
