@@ -305,7 +305,7 @@ SA_INLINE void chunk_sums(sa_dtype t, size_t kb, size_t m, size_t nc, size_t dv,
     for (size_t j0 = 0; j0 < nc; j0 += kb) {
       size_t nb = nc - j0 < kb ? nc - j0 : kb;
       size_t from = nc + j0 + ahead, to = from + nb;
-      sa_wsum_ends e = {j0 == 0, j0 + nb == nc, part};
+      sa_wsum_ends e = {j0 == 0, j0 + nb == nc, part, SA_WSUM_CG};
       if (g0 == 0) /* later groups name nothing */
         stream_raise(st, from);
 #define PASSES(r, nv, i0, pf)                                                  \

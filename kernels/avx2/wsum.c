@@ -110,7 +110,7 @@ static void group(size_t mr, size_t n, size_t cw, const float *p, size_t ldp,
   size_t j0 = 0;
   do { /* n = 0 still writes o = beta * o */
     size_t nb = n - j0 < KB ? n - j0 : KB, limit = j0 + nb + ahead;
-    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part};
+    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part, SA_WSUM_CG};
     const float *pj = p + j0, *vj = v + j0 * ldv;
     sa_prefetcher_raise(&cur, j0 + ahead);
     size_t c0 = 0, cb = 0;

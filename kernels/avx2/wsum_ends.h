@@ -26,11 +26,12 @@ enum {
 };
 
 /* Where a tile's sums come from and go: they start at 0 (first) or from
- * the parked partial sums `part` (rows CG floats apart), and end in o with
- * beta (last) or parked again. */
+ * the parked partial sums `part` (rows ldpart floats apart: CG for a
+ * group's sub-blocks), and end in o with beta (last) or parked again. */
 typedef struct sa_wsum_ends {
   int first, last;
   float *part;
+  size_t ldpart;
 } sa_wsum_ends;
 
 /* The first cols (8, or fewer at a row's end) floats at x. */
@@ -51,7 +52,7 @@ sa_wsum_store(float *x, size_t cols, __m256 y) {
 static inline __attribute__((always_inline)) __m256
 sa_wsum_start(sa_wsum_ends e, size_t r, size_t c) {
   return e.first ? _mm256_setzero_ps()
-                 : _mm256_loadu_ps(e.part + r * SA_WSUM_CG + 8 * c);
+                 : _mm256_loadu_ps(e.part + r * e.ldpart + 8 * c);
 }
 
 /* Row r's vector c, x, as the sub-block ends: parked, or (the last) the
@@ -60,7 +61,7 @@ static inline __attribute__((always_inline)) void
 sa_wsum_finish(sa_wsum_ends e, size_t r, size_t c, const float *beta,
                float *out, size_t w, __m256 x) {
   if (!e.last) {
-    _mm256_storeu_ps(e.part + r * SA_WSUM_CG + 8 * c, x);
+    _mm256_storeu_ps(e.part + r * e.ldpart + 8 * c, x);
     return;
   }
   if (beta)

@@ -112,7 +112,7 @@ SA_INLINE void group(sa_dtype t, size_t mr, size_t n, size_t cw, const float *p,
   size_t j0 = 0;
   do { /* n = 0 still writes o = beta * o */
     size_t nb = n - j0 < kb ? n - j0 : kb, limit = j0 + ahead + 1;
-    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part};
+    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part, SA_WSUM_CG};
     const float *pj = p + j0;
     const char *vj = v + j0 * ldb;
     sa_prefetcher_raise(&cur, j0 + ahead);
@@ -150,17 +150,13 @@ enum {
 };
 
 /* 16 columns (h: which half of the block) of mr rows over keys [0, nb) of
- * buf (32 floats a key); start at 0 or from part (32 floats a row), end
- * parked or in o. */
+ * buf (32 floats a key), the sums starting and ending as e says (part: 32
+ * floats a row, at the half's first column). */
 SA_INLINE void deq_tile(size_t mr, size_t h, size_t nb, const float *p,
-                        size_t ldp, const float *buf, float *part, int first,
-                        int last, const float *beta, float *o, size_t ldo) {
+                        size_t ldp, const float *buf, sa_wsum_ends e,
+                        const float *beta, float *o, size_t ldo) {
   __m256 acc[MR][NV];
-#pragma GCC unroll 6
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < NV; c++)
-      acc[r][c] = first ? _mm256_setzero_ps()
-                        : _mm256_load_ps(part + 32 * r + 16 * h + 8 * c);
+  sa_wsum_begin(mr, NV, e, acc);
   for (size_t j = 0; j < nb; j++) {
     __m256 b0 = _mm256_load_ps(buf + 32 * j + 16 * h);
     __m256 b1 = _mm256_load_ps(buf + 32 * j + 16 * h + 8);
@@ -171,20 +167,7 @@ SA_INLINE void deq_tile(size_t mr, size_t h, size_t nb, const float *p,
       acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
     }
   }
-#pragma GCC unroll 6
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < NV; c++) {
-      if (!last) {
-        _mm256_store_ps(part + 32 * r + 16 * h + 8 * c, acc[r][c]);
-        continue;
-      }
-      float *out = o + r * ldo + 16 * h + 8 * c;
-      __m256 x = acc[r][c];
-      if (beta) /* beta * o rounded on its own, as wsum_ends.h */
-        x = _mm256_add_ps(
-            _mm256_mul_ps(_mm256_set1_ps(beta[r]), _mm256_loadu_ps(out)), x);
-      _mm256_storeu_ps(out, x);
-    }
+  sa_wsum_end(mr, NV, 8, e, beta, o + 16 * h, ldo, acc);
 }
 
 static __attribute__((noinline)) void
@@ -209,13 +192,14 @@ q8_0_rows(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                 buf + 32 * j + 8 * c,
                 sa_widen8(SA_Q8_0, sa_elem_at(SA_Q8_0, row, c0 + 8 * c), sc));
         }
-        int first = j0 == 0, last = j0 + nb == n;
         for (size_t r0 = 0; r0 < mc; r0 += MR)
           for (size_t h = 0; h < 2; h++) {
             size_t i = i0 + r0;
+            const sa_wsum_ends e = {j0 == 0, j0 + nb == n,
+                                    part + 32 * r0 + 16 * h, 32};
 #define TILE(r)                                                                \
-  deq_tile(r, h, nb, p + i * ldp + j0, ldp, buf, part + 32 * r0, first, last,  \
-           beta ? beta + i : NULL, o + i * ldo + c0, ldo)
+  deq_tile(r, h, nb, p + i * ldp + j0, ldp, buf, e, beta ? beta + i : NULL,    \
+           o + i * ldo + c0, ldo)
             SA_UNROLL_1_6(mc - r0 < MR ? mc - r0 : MR, TILE);
 #undef TILE
           }

@@ -142,7 +142,7 @@ AI void group(size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
               const float *beta, float *o, size_t ldo, int prefetch,
               int stream) {
   if (!stream) { /* one pass of all n keys a column block, nothing parked */
-    const sa_wsum_ends e = {1, 1, NULL};
+    const sa_wsum_ends e = {1, 1, NULL, 0};
     for (size_t c0 = 0; c0 < cw; c0 += 16 * nv)
       rows(rb, nv, mr, n, p, ldp, v + c0, ldv, cw - c0, beta, o + c0, ldo, e,
            NULL, 0, 0, prefetch && c0 == 0 ? cw : 0);
@@ -158,7 +158,7 @@ AI void group(size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
   size_t j0 = 0;
   do { /* n = 0 still writes o = beta * o */
     size_t nb = n - j0 < KB ? n - j0 : KB, limit = j0 + nb + ahead;
-    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part};
+    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part, SA_WSUM_CG};
     const float *pj = p + j0, *vj = v + j0 * ldv;
     sa_prefetcher_raise(&cur, j0 + ahead);
     for (size_t c0 = 0; c0 < cw; c0 += 16 * nv, e.part += 16 * nv)
@@ -207,7 +207,7 @@ static __attribute__((noinline)) void
 lead(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
      size_t ldv, const float *beta, float *o, size_t ldo) {
   enum { RB = SA_AVX512_WSUM_M2, NB = SA_AVX512_WSUM_NV2 };
-  const sa_wsum_ends e = {1, 1, NULL};
+  const sa_wsum_ends e = {1, 1, NULL, 0};
   for (size_t g0 = 0; g0 < dv; g0 += CG) {
     size_t cw = dv - g0 < CG ? dv - g0 : CG;
     size_t ahead = sa_prefetch_rows_ahead(cw * sizeof(float), 4096);

@@ -36,11 +36,12 @@ sa_wsum_masks(size_t nv, size_t cn, __mmask16 km[SA_WSUM_NV]) {
 }
 
 /* Where a tile's sums come from and go: they start at 0 (first) or from
- * the parked partial sums `part` (rows CG floats apart), and end in o with
- * beta (last) or parked again. */
+ * the parked partial sums `part` (rows ldpart floats apart: CG for a
+ * group's sub-blocks), and end in o with beta (last) or parked again. */
 typedef struct sa_wsum_ends {
   int first, last;
   float *part;
+  size_t ldpart;
 } sa_wsum_ends;
 
 static inline __attribute__((always_inline)) void
@@ -50,7 +51,7 @@ sa_wsum_begin(size_t mr, size_t nv, sa_wsum_ends e,
   for (size_t r = 0; r < mr; r++)
     for (size_t c = 0; c < nv; c++)
       acc[r][c] = e.first ? _mm512_setzero_ps()
-                          : _mm512_loadu_ps(e.part + r * SA_WSUM_CG + 16 * c);
+                          : _mm512_loadu_ps(e.part + r * e.ldpart + 16 * c);
 }
 
 /* Columns 16 c + lanes of km[c] (c < nv) of mr rows of o (ldo apart). */
@@ -62,7 +63,7 @@ sa_wsum_end(size_t mr, size_t nv, const __mmask16 *km, sa_wsum_ends e,
   for (size_t r = 0; r < mr; r++)
     for (size_t c = 0; c < nv; c++) {
       if (!e.last) {
-        _mm512_storeu_ps(e.part + r * SA_WSUM_CG + 16 * c, acc[r][c]);
+        _mm512_storeu_ps(e.part + r * e.ldpart + 16 * c, acc[r][c]);
         continue;
       }
       float *out = o + r * ldo + 16 * c;

@@ -157,7 +157,7 @@ AI void group(sa_dtype t, size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
   /* bytes the group's cw values take (q8_0: cw / 32 blocks) */
   const size_t rowb = sa_widen_offset(t, cw);
   if (!stream) { /* one pass of all n keys a column block, nothing parked */
-    const sa_wsum_ends e = {1, 1, NULL};
+    const sa_wsum_ends e = {1, 1, NULL, 0};
     for (size_t c0 = 0; c0 < cw; c0 += 16 * nv)
       rows(t, rb, nv, mr, n, p, ldp, v, ldvb, c0,
            cw - c0 < 16 * nv ? cw - c0 : 16 * nv, beta, o + c0, ldo, e, NULL, 0,
@@ -178,7 +178,7 @@ AI void group(sa_dtype t, size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
   size_t j0 = 0;
   do { /* n = 0 still writes o = beta * o */
     size_t nb = n - j0 < kb ? n - j0 : kb;
-    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part};
+    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part, SA_WSUM_CG};
     const float *pj = p + j0;
     const char *vj = v + j0 * ldvb;
     size_t limit = j0 + nb + ahead;
@@ -223,7 +223,7 @@ AI void lead(sa_dtype t, size_t m, size_t n, size_t dv, const float *p,
              size_t ldp, const void *v, size_t ldv, const float *beta, float *o,
              size_t ldo) {
   const size_t ldvb = ldv * sa_widen_unit(t);
-  const sa_wsum_ends e = {1, 1, NULL};
+  const sa_wsum_ends e = {1, 1, NULL, 0};
   for (size_t g0 = 0; g0 < dv; g0 += CG) {
     size_t cw = dv - g0 < CG ? dv - g0 : CG, rowb = sa_widen_offset(t, cw);
     const char *vg = (const char *)v + sa_widen_offset(t, g0);
@@ -259,17 +259,15 @@ enum {
   RCH = 128 /* rows parked at once: 16 KiB */
 };
 
-/* acc over keys [0, nb) of buf (32 floats a key) for mr rows of p; starts
- * at 0 or from part (32 floats a row), ends parked or in o. */
+/* Keys [0, nb) of buf (32 floats a key) for mr rows of p, the sums
+ * starting and ending as e says (part: 32 floats a row). */
 AI void deq_tile(size_t mr, size_t nb, const float *p, size_t ldp,
-                 const float *buf, float *part, int first, int last,
-                 const float *beta, float *o, size_t ldo) {
-  __m512 acc[MR][2];
-#pragma GCC unroll 8
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < 2; c++)
-      acc[r][c] =
-          first ? _mm512_setzero_ps() : _mm512_load_ps(part + 32 * r + 16 * c);
+                 const float *buf, sa_wsum_ends e, const float *beta, float *o,
+                 size_t ldo) {
+  __m512 acc[MR][SA_WSUM_NV];
+  __mmask16 km[SA_WSUM_NV];
+  sa_wsum_masks(2, 32, km);
+  sa_wsum_begin(mr, 2, e, acc);
   for (size_t j = 0; j < nb; j++) {
     __m512 b0 = _mm512_load_ps(buf + 32 * j);
     __m512 b1 = _mm512_load_ps(buf + 32 * j + 16);
@@ -280,20 +278,7 @@ AI void deq_tile(size_t mr, size_t nb, const float *p, size_t ldp,
       acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
     }
   }
-#pragma GCC unroll 8
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < 2; c++) {
-      if (!last) {
-        _mm512_store_ps(part + 32 * r + 16 * c, acc[r][c]);
-        continue;
-      }
-      float *out = o + r * ldo + 16 * c;
-      __m512 x = acc[r][c];
-      if (beta) /* beta * o rounded on its own, as wsum_ends.h */
-        x = _mm512_add_ps(
-            _mm512_mul_ps(_mm512_set1_ps(beta[r]), _mm512_loadu_ps(out)), x);
-      _mm512_storeu_ps(out, x);
-    }
+  sa_wsum_end(mr, 2, km, e, beta, o, ldo, acc);
 }
 
 static __attribute__((noinline)) void
@@ -317,12 +302,12 @@ q8_0_rows(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
           _mm512_store_ps(buf + 32 * j, lo);
           _mm512_store_ps(buf + 32 * j + 16, hi);
         }
-        int first = j0 == 0, last = j0 + nb == n;
         for (size_t r0 = 0; r0 < mc; r0 += MR) {
           size_t i = i0 + r0;
+          const sa_wsum_ends e = {j0 == 0, j0 + nb == n, part + 32 * r0, 32};
 #define TILE(r)                                                                \
-  deq_tile(r, nb, p + i * ldp + j0, ldp, buf, part + 32 * r0, first, last,     \
-           beta ? beta + i : NULL, o + i * ldo + c0, ldo)
+  deq_tile(r, nb, p + i * ldp + j0, ldp, buf, e, beta ? beta + i : NULL,       \
+           o + i * ldo + c0, ldo)
           SA_UNROLL_1_8(mc - r0 < MR ? mc - r0 : MR, TILE);
 #undef TILE
         }
