@@ -113,6 +113,8 @@ static void diagonal(const sa_kernel_set *ks, const sa_plan *p,
                      const sa_tile_io *t, sa_rows *r, const void *q, size_t ldq,
                      const void *kb, size_t ldk, const void *vb, size_t ldv,
                      float *s, int first) {
+  const sa_softmax_online_fn online =
+      r->log2 ? ks->softmax_online2 : ks->softmax_online;
   /* Q is f32 here unless bf16 rows go to score_bf16 as they are */
   const size_t qu = p->q_direct ? p->unit[0] : sizeof(float);
   for (size_t i0 = 0, mg; i0 < t->m; i0 += mg) {
@@ -126,9 +128,10 @@ static void diagonal(const sa_kernel_set *ks, const sa_plan *p,
         memset(o + i * t->ldo, 0, p->dim_v * sizeof(float));
       continue;
     }
-    sa_score_any(ks, p, mg, ng, sa_at(q, i0 * ldq, qu), ldq, kb, ldk, si);
-    ks->softmax_online(mg, ng, si, p->lds, r->hib + i0, r->mx + i0, r->l + i0,
-                       r->alpha + i0);
+    sa_score_any(ks, p, mg, ng, sa_at(q, i0 * ldq, qu), ldq, kb, ldk, r->scale,
+                 si);
+    online(mg, ng, si, p->lds, r->hib + i0, r->mx + i0, r->l + i0,
+           r->alpha + i0);
     sa_wsum_any(ks, p, mg, ng, si, vb, ldv, first ? NULL : r->alpha + i0, o,
                 t->ldo);
   }
@@ -137,8 +140,27 @@ static void diagonal(const sa_kernel_set *ks, const sa_plan *p,
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
                    const sa_tile_io *t, sa_scratch *ws) {
   const size_t m = t->m, bkv = p->block_kv;
+  /* A few rows with nothing around the softmax, on a cache paged finer
+   * than a key block: the set's decode_rows takes each block whose keys
+   * every row sees, its rows' addresses listed page by page, score to
+   * weighted sum in one call whose chunks span pages (the three kernels
+   * would pay a gather per block, or three calls and a rescale per page).
+   * On long contiguous blocks the three kernels stream K and V at least as
+   * fast (docs/DESIGN.md, "The decode kernel"), so they keep those. */
+  const int dec = ks->decode_rows && m <= SA_DECODE_ROWS && !p->mods &&
+                  !p->scan && !p->q_direct && p->table && !sa_pages_in_place(p);
+  /* Scores are taken in log2 units: scale * log2(e) in score's epilogue,
+   * and the online step's exp becomes exp2, whose range reduction is a
+   * multiply and an FMA shorter. The softcap and ALiBi slopes scale with
+   * them (sa_rows_mods) and a boolean mask's -inf is -inf in any base; an
+   * additive mask would need its values scaled, so it keeps base e, and so
+   * does decode_rows. */
+  const int log2 =
+      !dec && !p->mask_add && p->scale2 != 0.0f && ks->softmax_online2;
+  const sa_softmax_online_fn online =
+      log2 ? ks->softmax_online2 : ks->softmax_online;
   sa_rows r;
-  sa_rows_start(p, t, ws, &r);
+  sa_rows_start(p, t, ws, log2, &r);
   const void *q = t->q;
   size_t ldq = t->ldq;
   if (p->in_place) {
@@ -150,15 +172,6 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
     ldq = p->dim_qk;
   }
 
-  /* A few rows with nothing around the softmax, on a cache paged finer
-   * than a key block: the set's decode_rows takes each block whose keys
-   * every row sees, its rows' addresses listed page by page, score to
-   * weighted sum in one call whose chunks span pages (the three kernels
-   * would pay a gather per block, or three calls and a rescale per page).
-   * On long contiguous blocks the three kernels stream K and V at least as
-   * fast (docs/DESIGN.md, "The decode kernel"), so they keep those. */
-  const int dec = ks->decode_rows && m <= SA_DECODE_ROWS && !p->mods &&
-                  !p->scan && !p->q_direct && p->table && !sa_pages_in_place(p);
   const int in_place = p->table && sa_pages_in_place(p);
   float *s = ws->buf;
   int first = 1;
@@ -199,10 +212,9 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
       first = 0;
       continue;
     }
-    sa_score_any(ks, p, m, nb, q, ldq, kb, ldk, s);
+    sa_score_any(ks, p, m, nb, q, ldq, kb, ldk, r.scale, s);
     sa_rows_mods(ks, p, t, ws, &r, j0, nb, left);
-    ks->softmax_online(m, nb, s, p->lds, partial ? r.hib : NULL, r.mx, r.l,
-                       r.alpha);
+    online(m, nb, s, p->lds, partial ? r.hib : NULL, r.mx, r.l, r.alpha);
     sa_wsum_any(ks, p, m, nb, s, vb, ldv, first ? NULL : r.alpha, t->o, t->ldo);
     first = 0;
   }

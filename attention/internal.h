@@ -109,10 +109,19 @@ typedef struct sa_mask_at {
   size_t batch, head, row, key, keys;
 } sa_mask_at;
 
+/* x in log2 units (x * log2(e), rounded once), as the fused driver takes
+ * scores, sinks, slopes and the softcap when it runs the online step in
+ * base 2. */
+static inline float sa_log2_units(float x) {
+  return (float)((double)x * 1.4426950408889634);
+}
+
 /* Everything a tile needs, checked and with defaults filled in. */
 typedef struct sa_plan {
   size_t batch, heads_q, heads_kv, group, len_q, len_kv, dim_qk, dim_v;
   float scale;
+  float scale2; /* scale in log2 units; 0 where it, the softcap or a slope
+                   is not finite there (the fused driver stays in base e) */
   sa_mask mask;
   sa_algorithm algorithm;
   sa_strides q, k, v, o;
@@ -275,14 +284,14 @@ typedef struct sa_tile_io {
  * kernel call; the kernels are where the time goes. */
 static inline void sa_score_any(const sa_kernel_set *ks, const sa_plan *p,
                                 size_t m, size_t n, const void *q, size_t ldq,
-                                const void *k, size_t ldk, float *s) {
+                                const void *k, size_t ldk, float scale,
+                                float *s) {
   if (p->q_direct)
-    ks->score_bf16(m, n, p->dim_qk, q, ldq, k, ldk, p->scale, s, p->lds);
+    ks->score_bf16(m, n, p->dim_qk, q, ldq, k, ldk, scale, s, p->lds);
   else if (p->k_type == SA_F32)
-    ks->score(m, n, p->dim_qk, q, ldq, k, ldk, p->scale, s, p->lds);
+    ks->score(m, n, p->dim_qk, q, ldq, k, ldk, scale, s, p->lds);
   else
-    ks->score_t[p->k_type](m, n, p->dim_qk, q, ldq, k, ldk, p->scale, s,
-                           p->lds);
+    ks->score_t[p->k_type](m, n, p->dim_qk, q, ldq, k, ldk, scale, s, p->lds);
 }
 static inline void sa_wsum_any(const sa_kernel_set *ks, const sa_plan *p,
                                size_t m, size_t n, const float *s,
@@ -308,11 +317,14 @@ typedef struct sa_rows {
   size_t *seen;      /* nonzero once a key of the row survived the masks */
   float *mx, *l, *alpha, *slope, *dist;
   size_t jlo, jhi; /* union of the rows' ranges; jlo == jhi: none */
+  int log2;        /* scores in log2 units: mx too, and the step in base 2 */
+  float scale;     /* score's scale: the plan's, times log2(e) when log2 */
 } sa_rows;
 
-/* Ranges, softmax state (sinks included) and slopes of tile t's rows. */
+/* Ranges, softmax state (sinks included) and slopes of tile t's rows; in
+ * log2 units when log2 (the fused driver, when nothing modifies scores). */
 void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
-                   sa_rows *r);
+                   int log2, sa_rows *r);
 
 /* For the key block [j0, j0 + nb): clips the ranges into lob/hib, marks
  * rows that keep a key there as seen; returns 0 when the masks remove the

@@ -157,9 +157,13 @@ static sa_status plan_extras(const sa_attention_desc *d, sa_plan *p, size_t qn,
   p->softcap = d->softcap;
   p->slopes = d->alibi_slopes;
   p->sinks = d->sinks;
+  if (!isfinite(sa_log2_units(p->softcap)))
+    p->scale2 = 0.0f;
   for (size_t h = 0; h < p->heads_q; h++) {
     if (p->slopes && !isfinite(p->slopes[h]))
       return sa_fail(SA_ERR_BAD_ARGUMENT, "alibi_slopes[%zu] is not finite", h);
+    if (p->slopes && !isfinite(sa_log2_units(p->slopes[h])))
+      p->scale2 = 0.0f;
     if (p->sinks && (isnan(p->sinks[h]) || p->sinks[h] == INFINITY))
       return sa_fail(SA_ERR_BAD_ARGUMENT,
                      "sinks[%zu] is NaN or +inf (-inf: no sink)", h);
@@ -377,6 +381,9 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   p->dim_qk = d->dim_qk;
   p->dim_v = d->dim_v;
   p->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)d->dim_qk);
+  p->scale2 = sa_log2_units(p->scale);
+  if (!isfinite(p->scale2))
+    p->scale2 = 0.0f;
   p->mask = d->mask;
   p->algorithm = d->algorithm == SA_ALGO_AUTO ? SA_ALGO_FUSED : d->algorithm;
   p->q = d->q;

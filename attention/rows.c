@@ -56,7 +56,7 @@ static void clip_to_part(const sa_plan *p, const sa_tile_io *t, sa_rows *r) {
 }
 
 void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
-                   sa_rows *r) {
+                   int log2, sa_rows *r) {
   const size_t bq = p->block_q;
   r->lo = ws->len;
   r->hi = r->lo + bq;
@@ -68,16 +68,19 @@ void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
   r->alpha = r->l + bq;
   r->slope = r->alpha + bq;
   r->dist = r->slope + bq;
+  r->log2 = log2;
+  r->scale = log2 ? p->scale2 : p->scale;
   for (size_t i = 0; i < t->m; i++) {
     sa_row_keys(p, t->b, row_pos(t, i), &r->lo[i], &r->hi[i]);
     /* a sink is a key with logit sinks[h] and no value: the state after
      * it is max = sink, sum = exp(0); split-KV gives it to part 0 only */
     float sink =
         p->sinks && t->part == 0 ? p->sinks[row_head(t, i)] : -INFINITY;
-    r->mx[i] = sink;
+    r->mx[i] = log2 ? sa_log2_units(sink) : sink;
     r->l[i] = sink == -INFINITY ? 0.0f : 1.0f;
     if (p->slopes)
-      r->slope[i] = p->slopes[row_head(t, i)];
+      r->slope[i] = log2 ? sa_log2_units(p->slopes[row_head(t, i)])
+                         : p->slopes[row_head(t, i)];
   }
   unite(p, t, r);
   if (t->parts > 1)
@@ -139,7 +142,9 @@ void sa_rows_mods(const sa_kernel_set *ks, const sa_plan *p,
     return;
   sa_score_mods mods;
   memset(&mods, 0, sizeof mods);
-  mods.softcap = p->softcap;
+  /* in log2 units cap * tanh(s / cap) * log2(e) is the same softcap of the
+   * scaled score with cap * log2(e) */
+  mods.softcap = r->log2 ? sa_log2_units(p->softcap) : p->softcap;
   mods.lo = left ? r->lob : NULL;
   if (p->slopes) {
     for (size_t i = 0; i < t->m; i++)
@@ -191,6 +196,9 @@ void sa_rows_finish(const sa_plan *p, const sa_tile_io *t, const sa_rows *r) {
   for (size_t i = 0; i < t->m; i++) {
     float *o = t->o + i * t->ldo, lse;
     float l = r->l[i];
+    /* the max in base e: mx * ln2 in log2 units */
+    float mx =
+        r->log2 ? (float)((double)r->mx[i] * 0.6931471805599453) : r->mx[i];
     if (t->kept)
       t->kept[i] = r->seen[i] ? 1.0f : 0.0f;
     if (!r->seen[i] || l == 0.0f) {
@@ -201,12 +209,14 @@ void sa_rows_finish(const sa_plan *p, const sa_tile_io *t, const sa_rows *r) {
       int nan = r->seen[i] && !t->kept;
       for (size_t c = 0; c < p->dim_v; c++)
         o[c] = nan ? NAN : 0.0f;
-      lse = nan ? NAN : l == 0.0f ? -INFINITY : r->mx[i] + logf(l);
+      lse = nan ? NAN : l == 0.0f ? -INFINITY : mx + logf(l);
+      if (r->log2 && !r->seen[i] && l != 0.0f)
+        lse = p->sinks[row_head(t, i)]; /* as given, not through log2 units */
     } else {
       float inv = 1.0f / l;
       for (size_t c = 0; c < p->dim_v; c++)
         o[c] *= inv;
-      lse = r->mx[i] + logf(l);
+      lse = mx + logf(l);
     }
     if (t->lse)
       t->lse[i * t->ldlse] = lse;

@@ -15,7 +15,7 @@
 void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
                         const sa_tile_io *t, sa_scratch *ws) {
   sa_rows r;
-  sa_rows_start(p, t, ws, &r);
+  sa_rows_start(p, t, ws, 0, &r);
   size_t nv = r.jhi - r.jlo;
   int partial = 0, left = 0, any = 0;
   if (nv > 0)
@@ -23,7 +23,8 @@ void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
   if (any) {
     float *s = ws->buf;
     sa_score_any(ks, p, t->m, nv, t->q, t->ldq,
-                 sa_at(t->k, r.jlo * p->k.seq, p->unit[1]), p->k.seq, s);
+                 sa_at(t->k, r.jlo * p->k.seq, p->unit[1]), p->k.seq, r.scale,
+                 s);
     sa_rows_mods(ks, p, t, ws, &r, r.jlo, nv, left);
     const size_t *len = partial ? r.hib : NULL;
     if (p->online)

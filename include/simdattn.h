@@ -40,14 +40,14 @@ extern "C" {
 
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
-#define SA_VERSION_MINOR 9
-#define SA_VERSION_PATCH 4
-#define SA_VERSION_STRING "0.9.4"
+#define SA_VERSION_MINOR 10
+#define SA_VERSION_PATCH 0
+#define SA_VERSION_STRING "0.10.0"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.9.4". Compare with SA_VERSION to see which header a caller was built
+ * "0.10.0". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);
@@ -189,6 +189,11 @@ SA_API sa_status sa_convert(sa_dtype to, void *dst, sa_dtype from,
  *          -INFINITY afterwards (nothing valid yet) gets s = 0, alpha = 1,
  *          l unchanged, except that l becomes NaN if one of its valid
  *          scores is NaN: a NaN seen before any finite score is never lost.
+ * softmax_online2 (0.10): softmax_online in base 2, 2^ in place of exp, for
+ *          scores in log2 units (score's scale multiplied by log2(e)): then
+ *          mx is the row's max in those units, l is the same sum, and the
+ *          row's log-sum-exp is mx * ln2 + ln(l). One exp2 a score is the
+ *          exp's range reduction less a multiply and an FMA.
  * wsum:   o[i][c] = beta[i] * o[i][c] + sum_j p[i][j] * v[j][c],  c < dv;
  *          beta NULL means overwrite (o is never read then).
  * score_mod: in place on a tile of scaled scores, before either softmax;
@@ -340,10 +345,10 @@ typedef struct sa_kernel_set {
    * whose CPU has none (then Q is widened and score_t[SA_BF16] runs). */
   sa_score_qk_fn score_bf16;
   /* --- 0.5 */
-  /* The largest error of this set's exp in ULP, as its code states it:
-   * libm's expf what glibc's states (0.502), SLEEF's u10 1, a polynomial
-   * what was measured for it.
-   * softmax's and softmax_online's accuracy follows from it (an ULP is at
+  /* The largest error of this set's exp, and (0.10) of its exp2, in ULP,
+   * as its code states it: libm's what glibc states (0.502), SLEEF's u10 1,
+   * a polynomial what was measured for it.
+   * The softmaxes' accuracy follows from it (an ULP is at
    * most 2^-23 of the value), and the tests hold each set to it. */
   float exp_ulps;
   /* --- 0.6 */
@@ -359,6 +364,11 @@ typedef struct sa_kernel_set {
   /* decode over rows given by address (above); NULL exactly where decode
    * is NULL. */
   sa_decode_rows_fn decode_rows;
+  /* --- 0.10 */
+  /* The online step in base 2 (above), which the fused driver runs on
+   * scores it asks score for in log2 units (all but an additive mask's);
+   * every set fills it, its exp2 within exp_ulps as its exp is. */
+  sa_softmax_online_fn softmax_online2;
 } sa_kernel_set;
 
 /* Every kernel set compiled into this library, runnable here or not. */

@@ -27,8 +27,9 @@ static void test_registry(void) {
     CHECK(ks->name && ks->isa && ks->exp_impl && ks->about, "strings");
     CHECK(ks->struct_size == sizeof(sa_kernel_set), "%s: struct_size %zu",
           ks->name, ks->struct_size);
-    CHECK(ks->score && ks->softmax && ks->softmax_online && ks->wsum,
-          "%s has all four kernels", ks->name);
+    CHECK(ks->score && ks->softmax && ks->softmax_online && ks->wsum &&
+              ks->softmax_online2,
+          "%s has score, softmax, both online steps and wsum", ks->name);
     /* correctly rounded is 0.5; a set that forgot the field says 0 */
     CHECK(ks->exp_ulps >= 0.5f && ks->exp_ulps < 4.0f,
           "%s: exp_ulps %g is no exp's accuracy", ks->name, ks->exp_ulps);

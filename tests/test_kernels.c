@@ -124,8 +124,10 @@ static void score_case(size_t m, size_t n, size_t d) {
   }
 }
 
-/* Logits around 95 overflow expf unless the row max is subtracted first. */
-static void softmax_case(size_t m, size_t n, int online) {
+/* Logits around 95 overflow expf unless the row max is subtracted first.
+ * kind: 0 softmax, 1 softmax_online, 2 softmax_online2 (base 2). */
+static void softmax_case(size_t m, size_t n, int kind) {
+  const int online = kind != 0;
   int wide = t_next() & 1, off = (t_next() >> 7) & 1;
   mat x = mat_at(Q, m, n, 0, 0), r = mat_at(R, m, n, 0, 0);
   size_t len[64];
@@ -141,7 +143,9 @@ static void softmax_case(size_t m, size_t n, int online) {
     rl[i] = l0[i] = fresh ? 0.0f : t_uniform(0.5f, 10.0f);
   }
   const size_t *lp = use_len ? len : NULL;
-  if (online)
+  if (kind == 2)
+    oracle->softmax_online2(m, n, r.p, r.ld, lp, rmx, rl, ralpha);
+  else if (online)
     oracle->softmax_online(m, n, r.p, r.ld, lp, rmx, rl, ralpha);
   else
     oracle->softmax(m, n, r.p, r.ld, lp);
@@ -150,12 +154,16 @@ static void softmax_case(size_t m, size_t n, int online) {
   int ndone = 0;
   for (int si = 0; si < nsets; si++) {
     const sa_kernel_set *ks = sets[si];
-    void (*fn)(void) = online ? (void (*)(void))ks->softmax_online
-                              : (void (*)(void))ks->softmax;
+    sa_softmax_online_fn step =
+        kind == 2 ? ks->softmax_online2 : ks->softmax_online;
+    void (*fn)(void) =
+        online ? (void (*)(void))step : (void (*)(void))ks->softmax;
     if (seen_fn(fn, done, &ndone))
       continue;
     t_context = ks->name;
-    const char *what = online ? "softmax_online" : "softmax";
+    const char *what = kind == 2 ? "softmax_online2"
+                       : online  ? "softmax_online"
+                                 : "softmax";
     mat s = mat_at(S, m, n, wide, off);
     float mx[64], l[64], alpha[64];
     for (size_t i = 0; i < m; i++) {
@@ -164,7 +172,7 @@ static void softmax_case(size_t m, size_t n, int online) {
       l[i] = l0[i];
     }
     if (online)
-      ks->softmax_online(m, n, s.p, s.ld, lp, mx, l, alpha);
+      step(m, n, s.p, s.ld, lp, mx, l, alpha);
     else
       ks->softmax(m, n, s.p, s.ld, lp);
     /* Both sides compute the same exp arguments, so they differ by their
@@ -394,9 +402,10 @@ int main(void) {
         wsum_case(m, n, sh.dv.v[c]);
     }
   for (size_t a = 0; a < sh.m.n; a++)
-    for (size_t b = 0; b < sh.row.n; b++, cases += 2) {
+    for (size_t b = 0; b < sh.row.n; b++, cases += 3) {
       softmax_case(sh.m.v[a], sh.row.v[b], 0);
       softmax_case(sh.m.v[a], sh.row.v[b], 1);
+      softmax_case(sh.m.v[a], sh.row.v[b], 2);
       score_mod_cases(sh.m.v[a], sh.row.v[b]);
     }
   size_t longest = sh.row.v[sh.row.n - 1];
@@ -409,7 +418,7 @@ int main(void) {
       d = it % 8 ? 64 : 128;
     score_case(m, n, d);
     wsum_case(m, n, d);
-    softmax_case(m, n, it & 1);
+    softmax_case(m, n, it % 3);
   }
   for (int s = 0; s < nsets; s++)
     printf("%-16s tested (vector %u bits, exp %s, %.2f ULP)\n", sets[s]->name,

@@ -82,9 +82,11 @@ static void test_softmax(float lo, float hi) {
 }
 
 /* Several online steps over a row split into blocks must give the same l, mx
- * and block values as the one-shot computation in double. */
-static void test_softmax_online(void) {
-  t_context = "softmax_online";
+ * and block values as the one-shot computation in double; in base 2 for
+ * softmax_online2. */
+static void test_softmax_online(sa_softmax_online_fn step, int base2) {
+  double (*ex)(double) = base2 ? exp2 : exp;
+  t_context = base2 ? "softmax_online2" : "softmax_online";
   for (int it = 0; it < 300; it++) {
     size_t m = t_range(1, 5), n = t_range(1, 200), blk = t_range(1, 64);
     float *x = malloc(m * n * 4), *s = malloc(m * n * 4);
@@ -106,7 +108,7 @@ static void test_softmax_online(void) {
         prev[i] = mx[i];
       }
       /* s is a view into the row-major m x n array with lds = n */
-      sa_softmax_online__scalar(m, nb, s + j0, n, lenb, mx, l, alpha);
+      step(m, nb, s + j0, n, lenb, mx, l, alpha);
       for (size_t i = 0; i < m; i++) {
         double bm = prev[i];
         for (size_t j = 0; j < lenb[i]; j++)
@@ -120,7 +122,7 @@ static void test_softmax_online(void) {
         } else {
           /* the float subtraction rounds by u|arg|, then expf's ULPs, and
            * u to spare */
-          double arg = (double)prev[i] - bm, ra = exp(arg);
+          double arg = (double)prev[i] - bm, ra = ex(arg);
           CHECK(fabs(alpha[i] - ra) <=
                     (exp_rel + 1 + fabs(arg)) * U_F32 * ra + 0x1p-149,
                 "alpha %g vs %g", alpha[i], ra);
@@ -132,7 +134,7 @@ static void test_softmax_online(void) {
             continue;
           }
           double arg = (double)x[i * n + j0 + j] - bm;
-          double ref = exp(arg);
+          double ref = ex(arg);
           CHECK(fabs(got - ref) <=
                     (exp_rel + 1 + fabs(arg)) * U_F32 * ref + 0x1p-149,
                 "p %g vs %g", got, ref);
@@ -144,7 +146,7 @@ static void test_softmax_online(void) {
       for (size_t j = 0; j < len[i]; j++)
         bm = x[i * n + j] > bm ? x[i * n + j] : bm;
       for (size_t j = 0; j < len[i]; j++)
-        sum += exp((double)x[i * n + j] - bm);
+        sum += ex((double)x[i * n + j] - bm);
       /* each step: the rescale (2 roundings + alpha's error), the block sum */
       double steps = (double)(n + blk - 1) / (double)blk;
       double tol = ((double)n + 8 * steps + 4) * 2 * U_F32 * sum;
@@ -198,7 +200,8 @@ int main(void) {
   test_score();
   test_softmax(90, 100);
   test_softmax(-1e4f, 1e4f);
-  test_softmax_online();
+  test_softmax_online(sa_softmax_online__scalar, 0);
+  test_softmax_online(sa_softmax_online2__scalar, 1);
   test_wsum();
   return t_finish("test_scalar_kernels");
 }

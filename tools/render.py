@@ -501,7 +501,7 @@ def render_markdown(runs, models):
         L += table(["kernel", "tile", "set"] + prefixed(names),
                    ["l", "l", "l"] + ["r"] * (len(names) * len(runs)), rows)
         L += ["",
-              "score, wsum: 2·m·n·d flops per call; softmax, softmax_online: "
+              "score, wsum: 2·m·n·d flops per call; softmax, softmax_online(2): "
               "elements (m·n) per second.", ""]
 
     # Peaks

@@ -1,6 +1,7 @@
 /*
- * softmax and softmax_online, AVX2, with the inline polynomial exp of
- * exp_poly.h (accuracy measured there). Row loops: softmax_impl.h.
+ * softmax, softmax_online and softmax_online2 (base 2), AVX2, with the inline
+ * polynomial exp of exp_poly.h (accuracy measured there). Row loops:
+ * softmax_impl.h.
  */
 #include "kernels/avx2/exp_poly.h"
 #include "kernels/avx2/softmax_impl.h"
@@ -15,4 +16,10 @@ void sa_softmax_online__avx2_poly(size_t m, size_t n, float *s, size_t lds,
                                   const size_t *len, float *mx, float *l,
                                   float *alpha) {
   sa_softmax_online8_rows(m, n, s, lds, len, mx, l, alpha, sa_exp8_poly);
+}
+
+void sa_softmax_online2__avx2_poly(size_t m, size_t n, float *s, size_t lds,
+                                   const size_t *len, float *mx, float *l,
+                                   float *alpha) {
+  sa_softmax_online8_rows(m, n, s, lds, len, mx, l, alpha, sa_exp2_8_poly);
 }

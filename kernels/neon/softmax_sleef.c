@@ -1,6 +1,6 @@
 /*
- * softmax and softmax_online, NEON with SLEEF's Advanced SIMD expf
- * (Sleef_expf4_u10advsimd, within 1 ULP): the "neon" set.
+ * softmax, softmax_online and softmax_online2 (base 2), NEON with SLEEF's
+ * Advanced SIMD expf (Sleef_expf4_u10advsimd, within 1 ULP): the "neon" set.
  *
  * softmax: per row, in place: valid prefix -> exp(x - rowmax) / rowsum, the
  * masked rest -> 0, a row with nothing valid -> all zeros.
@@ -22,6 +22,9 @@
 static float32x4_t exp4_sleef(float32x4_t x) {
   return Sleef_expf4_u10advsimd(x);
 }
+static float32x4_t exp2_4_sleef(float32x4_t x) {
+  return Sleef_exp2f4_u10advsimd(x);
+}
 
 void sa_softmax__neon_sleef(size_t m, size_t n, float *s, size_t lds,
                             const size_t *len) {
@@ -32,4 +35,10 @@ void sa_softmax_online__neon_sleef(size_t m, size_t n, float *s, size_t lds,
                                    const size_t *len, float *mx, float *l,
                                    float *alpha) {
   sa_neon_softmax_online(m, n, s, lds, len, mx, l, alpha, exp4_sleef);
+}
+
+void sa_softmax_online2__neon_sleef(size_t m, size_t n, float *s, size_t lds,
+                                    const size_t *len, float *mx, float *l,
+                                    float *alpha) {
+  sa_neon_softmax_online(m, n, s, lds, len, mx, l, alpha, exp2_4_sleef);
 }
