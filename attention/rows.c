@@ -210,7 +210,7 @@ void sa_rows_finish(const sa_plan *p, const sa_tile_io *t, const sa_rows *r) {
       for (size_t c = 0; c < p->dim_v; c++)
         o[c] = nan ? NAN : 0.0f;
       lse = nan ? NAN : l == 0.0f ? -INFINITY : mx + logf(l);
-      if (r->log2 && !r->seen[i] && l != 0.0f)
+      if (r->log2 && !r->seen[i] && l != 0.0f && p->sinks)
         lse = p->sinks[row_head(t, i)]; /* as given, not through log2 units */
     } else {
       float inv = 1.0f / l;
