@@ -120,8 +120,9 @@ static inline float sa_log2_units(float x) {
 typedef struct sa_plan {
   size_t batch, heads_q, heads_kv, group, len_q, len_kv, dim_qk, dim_v;
   float scale;
-  float scale2; /* scale in log2 units; 0 where it, the softcap or a slope
-                   is not finite there (the fused driver stays in base e) */
+  float scale2; /* scale in log2 units; 0 where it, the softcap, a slope or
+                   a finite sink is not finite there (the fused driver then
+                   stays in base e) */
   sa_mask mask;
   sa_algorithm algorithm;
   sa_strides q, k, v, o;
@@ -322,7 +323,7 @@ typedef struct sa_rows {
 } sa_rows;
 
 /* Ranges, softmax state (sinks included) and slopes of tile t's rows; in
- * log2 units when log2 (the fused driver, when nothing modifies scores). */
+ * log2 units when log2 (the fused driver, unless an additive mask). */
 void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
                    int log2, sa_rows *r);
 

@@ -167,6 +167,9 @@ static sa_status plan_extras(const sa_attention_desc *d, sa_plan *p, size_t qn,
     if (p->sinks && (isnan(p->sinks[h]) || p->sinks[h] == INFINITY))
       return sa_fail(SA_ERR_BAD_ARGUMENT,
                      "sinks[%zu] is NaN or +inf (-inf: no sink)", h);
+    if (p->sinks && isinf(sa_log2_units(p->sinks[h])) &&
+        p->sinks[h] != -INFINITY)
+      p->scale2 = 0.0f;
   }
   p->len_valid = d->len_kv_valid;
   for (size_t b = 0; p->len_valid && b < p->batch; b++)

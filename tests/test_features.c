@@ -952,6 +952,54 @@ static void test_alibi_slopes(void) {
   }
 }
 
+/* The fused driver takes scores, the softcap, slopes and sinks in log2
+ * units (x log2 e) unless one of them would overflow there: a softcap,
+ * slope or sink near FLT_MAX must give what three-pass (base e) gives,
+ * finite, not the NaN of inf * 0 or inf - inf. */
+static void test_log2_overflow(void) {
+  enum { L = 6, D = 8 };
+  float q[L * D], k[L * D], v[L * D], big[1] = {3e38f};
+  t_fill(q, L * D, -1, 1);
+  t_fill(k, L * D, -1, 1);
+  t_fill(v, L * D, -2, 2);
+  for (int c = 0; c < 3; c++) {
+    t_context = c == 0   ? "softcap 3e38 (log2 units overflow)"
+                : c == 1 ? "ALiBi slope 3e38 (log2 units overflow)"
+                         : "sink 3e38 (log2 units overflow)";
+    sa_attention_desc d;
+    sa_attention_desc_init(&d);
+    d.batch = d.heads_q = d.heads_kv = 1;
+    d.len_q = d.len_kv = L, d.dim_qk = d.dim_v = D;
+    d.mask = SA_MASK_CAUSAL_TOP_LEFT;
+    if (c == 0)
+      d.softcap = big[0];
+    if (c == 1)
+      d.alibi_slopes = big;
+    if (c == 2)
+      d.sinks = big;
+    float lse[2][L];
+    d.lse = lse[0];
+    for (int si = 0; si < nsets; si++) {
+      float o[2][L * D];
+      for (int a = 0; a < 2; a++) {
+        d.algorithm = a ? SA_ALGO_FUSED : SA_ALGO_THREE_PASS;
+        d.lse = lse[a];
+        sa_status st = sa_attention(ctxs[si][0], &d, q, k, v, o[a]);
+        CHECK(st == SA_OK, "%s: %s (%s)", sets[si]->name, sa_status_str(st),
+              sa_last_error());
+      }
+      size_t bad = 0;
+      for (size_t x = 0; x < L * D; x++)
+        bad += !isfinite(o[1][x]) || fabsf(o[1][x] - o[0][x]) > 1e-5f;
+      for (size_t i = 0; i < L; i++)
+        bad += !isfinite(lse[1][i]) ||
+               fabsf(lse[1][i] - lse[0][i]) > 1e-5f * (1 + fabsf(lse[0][i]));
+      CHECK(bad == 0, "%s: %zu elements of fused O and LSE off three-pass's",
+            sets[si]->name, bad);
+    }
+  }
+}
+
 /* One part: the merge is a copy (weight exactly 1), and a row whose LSE is
  * -inf comes out zero with LSE -inf. */
 static void test_merge_one(void) {
@@ -987,6 +1035,7 @@ int main(void) {
                                  variant_bkv[v]);
   test_alibi_slopes();
   test_merge_one();
+  test_log2_overflow();
   test_alone();
   test_mask_layouts();
   test_empty_rows();
