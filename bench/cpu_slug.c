@@ -10,6 +10,18 @@
 
 #include "simdattn.h"
 
+/* The value of a /proc/cpuinfo line whose key is exactly `key` ("model",
+ * not "model name", which follows it and would read as model 0), else NULL. */
+static const char *cpuinfo_value(const char *line, const char *key) {
+  size_t n = strlen(key);
+  if (strncmp(line, key, n))
+    return NULL;
+  line += n;
+  while (*line == ' ' || *line == '\t')
+    line++;
+  return *line == ':' ? line + 1 : NULL;
+}
+
 /* lowercase-dashes from the CPU model: "AMD EPYC 9654 96-Core Processor" ->
  * amd-epyc-9654. A model without any digit (hypervisors often hide it) gets
  * the microarchitecture from the CPUID family on AMD: amd-epyc-zen5. */
@@ -64,12 +76,13 @@ static void cpu_slug(const char *model, char *out, size_t size) {
     char line[256];
     int amd = 0, fam = -1, mod = -1;
     while (fgets(line, sizeof line, f)) {
-      if (!strncmp(line, "vendor_id", 9))
-        amd = strstr(line, "AuthenticAMD") != NULL;
-      else if (!strncmp(line, "cpu family", 10))
-        fam = atoi(strchr(line, ':') ? strchr(line, ':') + 1 : "-1");
-      else if (!strncmp(line, "model\t", 6) || !strncmp(line, "model ", 6))
-        mod = atoi(strchr(line, ':') ? strchr(line, ':') + 1 : "-1");
+      const char *v;
+      if ((v = cpuinfo_value(line, "vendor_id")))
+        amd = strstr(v, "AuthenticAMD") != NULL;
+      else if ((v = cpuinfo_value(line, "cpu family")))
+        fam = atoi(v);
+      else if ((v = cpuinfo_value(line, "model")))
+        mod = atoi(v);
       else if (line[0] == '\n')
         break;
     }
