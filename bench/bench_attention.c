@@ -274,8 +274,8 @@ static double flops_of(const shape *s) {
 }
 
 /* A summary shape whose oracle call would take over a second (~3 GFLOP/s).
- * These time only each ISA's most accurate exp (no oracle rows, no
- * -polyexp rows: they would cost minutes of make compare), and check the
+ * These time only each ISA's most accurate exp (no oracle rows, no rows
+ * of the SLEEF sets: they would cost minutes of make compare), and check the
  * error on the first KV head's query heads, so the oracle's reference
  * costs one head. */
 static int big(const shape *s) { return s->summary[0] && flops_of(s) > 4e9; }
@@ -641,8 +641,9 @@ static void bm_attention(sa_bench_state *st, void *argp) {
   }
 }
 
-/* Whether no runnable set of ks's ISA has a more accurate exp (a -polyexp
- * set has a less accurate one): by the registry's exp_ulps, not by name. */
+/* Whether no runnable set of ks's ISA has a more accurate exp (since 0.11
+ * a SLEEF set has a less accurate one than the polynomial's): by the
+ * registry's exp_ulps, not by name. */
 static int most_accurate_exp(const sa_kernel_set *ks) {
   for (size_t i = 0; i < sa_kernel_set_count(); i++) {
     const sa_kernel_set *o = sa_kernel_set_at(i);
@@ -714,7 +715,7 @@ void sa_bench_register_attention(void) {
     /* The shapes of summary.csv. Prefill of one head (a kernel's own
      * efficiency), then 8 and 32 heads of the same work per head (what the
      * caches make of many heads in flight), causal, GQA and MHA decode,
-     * cross-attention. The big ones time no oracle and no -polyexp row
+     * cross-attention. The big ones time no oracle and no SLEEF-set row
      * (big()). */
     static const size_t lens[] = {512, 2048, 4096}, dims[] = {64, 128};
     for (size_t i = 0; i < 3; i++)

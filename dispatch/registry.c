@@ -5,8 +5,11 @@
  *
  * A set appears only when CMake compiled its kernels/<isa>/ directory
  * (SA_HAVE_<ISA>). Priority orders the automatic choice: wider vectors first,
- * and within one ISA the SLEEF exp (1 ULP) over the faster polynomial, so the
- * default is the accurate one and the polynomial stays one name away.
+ * and within one ISA the more accurate exp. Since 0.11 that is the
+ * polynomial (x86: exp 0.90, exp2 0.80 ULP on every float, where SLEEF's u10
+ * measured 0.99 and 0.85), which is also the faster (fused prefill
+ * 1.02-1.07x on x86); SLEEF's sets stay one name away (docs/DESIGN.md,
+ * "Which exp is the default").
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -60,11 +63,11 @@
  * once: half a float ULP and 2^-29 of one */
 #define LIBM_DOUBLE_ULPS 0.501
 /* SLEEF's u10 entry points; the polynomials as kernels/<isa>/exp_poly.h
- * measured them (x86: exp 1.0103, exp2 1.0175; NEON: exp 1.251, exp2
- * 1.2495) */
+ * measured them (x86 and NEON: exp 0.9013, exp2 0.7996; 1.0103 / 1.0175
+ * and 1.251 / 1.2495 before 0.11) */
 #define SLEEF_U10_ULPS 1
-#define POLY_X86_ULPS 1.02
-#define POLY_NEON_ULPS 1.26
+#define POLY_X86_ULPS 0.91
+#define POLY_NEON_ULPS 0.91
 #define EXP_LIBM .exp_impl = "libm", .exp_ulps = LIBM_ULPS
 #define EXP_SLEEF_U10 .exp_impl = "sleef-u10", .exp_ulps = SLEEF_U10_ULPS
 #define EXP_POLY_X86 .exp_impl = "poly", .exp_ulps = POLY_X86_ULPS
@@ -107,14 +110,14 @@ static const sa_kernel_set kernel_sets[] = {
 #if SA_HAVE_AVX2
     {SET, .name = "avx2", .isa = "avx2", EXP_SLEEF_U10,
      .about = AVX2_BLOCKING "SLEEF expf8 " SLEEF_ABOUT, .vector_bits = 256,
-     .priority = 21, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
+     .priority = 20, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
      .softmax = sa_softmax__avx2_sleef,
      .softmax_online = sa_softmax_online__avx2_sleef,
      .softmax_online2 = sa_softmax_online2__avx2_sleef, .wsum = sa_wsum__avx2,
      .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2), DECODE(avx2_sleef)},
     {SET, .name = "avx2-polyexp", .isa = "avx2", EXP_POLY_X86,
      .about = AVX2_BLOCKING POLY_ABOUT(POLY_X86_ULPS), .vector_bits = 256,
-     .priority = 20, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
+     .priority = 21, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
      .softmax = sa_softmax__avx2_poly,
      .softmax_online = sa_softmax_online__avx2_poly,
      .softmax_online2 = sa_softmax_online2__avx2_poly, .wsum = sa_wsum__avx2,
@@ -123,7 +126,7 @@ static const sa_kernel_set kernel_sets[] = {
 #if SA_HAVE_AVX512
     {SET, .name = "avx512", .isa = "avx512", EXP_SLEEF_U10,
      .about = AVX512_BLOCKING "SLEEF expf16 " SLEEF_ABOUT, .vector_bits = 512,
-     .priority = 31, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
+     .priority = 30, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
      .softmax = sa_softmax__avx512_sleef,
      .softmax_online = sa_softmax_online__avx512_sleef,
      .softmax_online2 = sa_softmax_online2__avx512_sleef,
@@ -131,7 +134,7 @@ static const sa_kernel_set kernel_sets[] = {
      NARROW(NARROW_AVX512), DECODE(avx512_sleef)},
     {SET, .name = "avx512-polyexp", .isa = "avx512", EXP_POLY_X86,
      .about = AVX512_BLOCKING POLY_ABOUT(POLY_X86_ULPS), .vector_bits = 512,
-     .priority = 30, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
+     .priority = 31, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
      .softmax = sa_softmax__avx512_poly,
      .softmax_online = sa_softmax_online__avx512_poly,
      .softmax_online2 = sa_softmax_online2__avx512_poly,
@@ -139,45 +142,48 @@ static const sa_kernel_set kernel_sets[] = {
      NARROW(NARROW_AVX512), DECODE(avx512_poly)},
 #endif
 #if SA_HAVE_AVX512BF16
-    {SET, .name = "avx512bf16", .isa = "avx512", EXP_SLEEF_U10,
-     .about = AVX512_BLOCKING "SLEEF expf16 " SLEEF_ABOUT "; bf16 Q.K by "
-                              "vdpbf16ps (AVX512_BF16)",
+    /* the avx512-polyexp set plus bf16 Q.K (its exp SLEEF's until 0.11) */
+    {SET, .name = "avx512bf16", .isa = "avx512", EXP_POLY_X86,
+     .about =
+         AVX512_BLOCKING POLY_ABOUT(POLY_X86_ULPS) "; bf16 Q.K by "
+                                                   "vdpbf16ps (AVX512_BF16)",
      .vector_bits = 512, .priority = 32,
      .cpu_features = SA_X86_AVX512 | SA_CPU_AVX512BF16,
-     .score = sa_score__avx512, .softmax = sa_softmax__avx512_sleef,
-     .softmax_online = sa_softmax_online__avx512_sleef,
-     .softmax_online2 = sa_softmax_online2__avx512_sleef,
+     .score = sa_score__avx512, .softmax = sa_softmax__avx512_poly,
+     .softmax_online = sa_softmax_online__avx512_poly,
+     .softmax_online2 = sa_softmax_online2__avx512_poly,
      .wsum = sa_wsum__avx512, .score_mod = sa_score_mod__avx512,
      NARROW(NARROW_AVX512), .score_bf16 = sa_score_bf16_dp__avx512,
-     DECODE(avx512_sleef), .prefer_features = SA_CPU_FAST_BF16DOT},
+     DECODE(avx512_poly), .prefer_features = SA_CPU_FAST_BF16DOT},
 #endif
 #if SA_HAVE_NEON
     {SET, .name = "neon", .isa = "neon", EXP_SLEEF_U10,
      .about = "AArch64 Advanced SIMD, SLEEF expf4 " SLEEF_ABOUT,
-     .vector_bits = 128, .priority = 11, .cpu_features = SA_CPU_NEON,
+     .vector_bits = 128, .priority = 10, .cpu_features = SA_CPU_NEON,
      .score = sa_score__neon, .softmax = sa_softmax__neon_sleef,
      .softmax_online = sa_softmax_online__neon_sleef,
      .softmax_online2 = sa_softmax_online2__neon_sleef, .wsum = sa_wsum__neon,
      .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON), DECODE(neon_sleef)},
     {SET, .name = "neon-polyexp", .isa = "neon", EXP_POLY_NEON,
      .about = "AArch64 Advanced SIMD, inline " POLY_ABOUT(POLY_NEON_ULPS),
-     .vector_bits = 128, .priority = 10, .cpu_features = SA_CPU_NEON,
+     .vector_bits = 128, .priority = 11, .cpu_features = SA_CPU_NEON,
      .score = sa_score__neon, .softmax = sa_softmax__neon_poly,
      .softmax_online = sa_softmax_online__neon_poly,
      .softmax_online2 = sa_softmax_online2__neon_poly, .wsum = sa_wsum__neon,
      .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON), DECODE(neon_poly)},
 #endif
 #if SA_HAVE_NEON_BF16
-    {SET, .name = "neon-bf16", .isa = "neon", EXP_SLEEF_U10,
-     .about = "AArch64 Advanced SIMD, SLEEF expf4 " SLEEF_ABOUT
-              "; bf16 Q.K by BFDOT",
+    /* the neon-polyexp set plus bf16 Q.K (its exp SLEEF's until 0.11) */
+    {SET, .name = "neon-bf16", .isa = "neon", EXP_POLY_NEON,
+     .about = "AArch64 Advanced SIMD, inline " POLY_ABOUT(
+         POLY_NEON_ULPS) "; bf16 Q.K by BFDOT",
      .vector_bits = 128, .priority = 12,
      .cpu_features = SA_CPU_NEON | SA_CPU_BF16, .score = sa_score__neon,
-     .softmax = sa_softmax__neon_sleef,
-     .softmax_online = sa_softmax_online__neon_sleef,
-     .softmax_online2 = sa_softmax_online2__neon_sleef, .wsum = sa_wsum__neon,
+     .softmax = sa_softmax__neon_poly,
+     .softmax_online = sa_softmax_online__neon_poly,
+     .softmax_online2 = sa_softmax_online2__neon_poly, .wsum = sa_wsum__neon,
      .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON),
-     .score_bf16 = sa_score_bf16_dp__neon, DECODE(neon_sleef)},
+     .score_bf16 = sa_score_bf16_dp__neon, DECODE(neon_poly)},
 #endif
 };
 

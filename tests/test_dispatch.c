@@ -4,10 +4,11 @@
  * (and, where CI says which CPU it emulates, exactly the expected one),
  * and the one-time choice of the default is thread-safe.
  *
- * SIMDATTN_EXPECT_BEST=<name>: set by CI for each emulated CPU (avx2 under
- * qemu -cpu Haswell, scalar under -cpu qemu64, neon-bf16 under qemu-aarch64
- * -cpu max and neon under -cpu cortex-a72). SIMDATTN_REQUIRE_SETS, which
- * every test enumerating sets reads (testing.h), names what must run there.
+ * SIMDATTN_EXPECT_BEST=<name>: set by CI for each emulated CPU (avx2-polyexp
+ * under qemu -cpu Haswell, scalar under -cpu qemu64, neon-bf16 under
+ * qemu-aarch64 -cpu max and neon-polyexp under -cpu cortex-a72).
+ * SIMDATTN_REQUIRE_SETS, which every test enumerating sets reads (testing.h),
+ * names what must run there.
  */
 #include <pthread.h>
 

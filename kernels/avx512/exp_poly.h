@@ -2,38 +2,30 @@
  * exp(x) on 16 floats without a library call: the "poly" exp of the
  * avx512-polyexp set.
  *
- * Measured against double-precision exp on every float of the range (a
- * throw-away harness, not in the tree): max error 1.01 ULP on [-88, 0] (the
- * softmax range), 1.01 ULP on [0, 89]; on [-104, -87], where results are
- * denormal, within 0.75 of the denormal spacing. exp(-inf) = 0, exp(0) = 1
- * exactly, exp(x > 88.73) = +inf, NaN -> NaN.
+ * Measured against double-precision exp and exp2 on every float of the
+ * range (a throw-away harness, not in the tree): exp max 0.9013 ULP on
+ * [-104, 89] (0.10's polynomial: 1.0103), within 0.86 of the denormal
+ * spacing where results are denormal; exp2 max 0.7996 ULP on [-151, 128]
+ * (0.10: 1.0175), within 0.88 of the denormal spacing. SLEEF's u10 states
+ * 1 ULP for both. exp(-inf) = exp2(-inf) = 0, exp(0) = exp2(0) = 1
+ * exactly, past the top of the range +inf, NaN -> NaN.
  *
- * exp2 (sa_exp2_16_poly, 0.10) measured the same way: max 1.0175 ULP on
- * [-126, 0], within 0.79 of the denormal spacing on [-151, -126]; exp2(0)
- * = 1 exactly, -inf -> 0, NaN -> NaN.
- *
- * x = n ln2 + r with |r| <= ln2/2: n = round(x log2e); r is x - n ln2 with
- * ln2 split Cody-Waite style into a 9-bit head (n * head is exact for every
- * n reached here) and a tail. exp(r) = 1 + r + r^2 P(r) with Cephes' degree-5
- * minimax P; 2^n is applied with scalef, which rounds once into the denormal
- * range and saturates to +inf, so no exponent-bit special cases are needed.
+ * exp: x = n ln2 + r with |r| <= ln2/2, n = round(x log2e), r = x - n ln2
+ * with ln2 split Cody-Waite style into a 9-bit head (n * head is exact for
+ * every n reached here) and a tail. exp2: n = round(x), f = x - n, exact.
+ * Then the polynomials of kernels/exp_coeffs.h, and 2^n by scalef.
  */
 #ifndef SA_AVX512_EXP_POLY_H
 #define SA_AVX512_EXP_POLY_H
 
 #include <immintrin.h>
 
-/* 2^n exp(r) for |r| <= ln2/2 (and a little more), n integral. */
-static inline __m512 sa_exp16_poly_r(__m512 r, __m512 n) {
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
-  p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
+#include "kernels/exp_coeffs.h"
+
+/* 2^n y: scalef rounds once into the denormal range and saturates to
+ * +inf, so no exponent-bit special cases are needed. */
+static inline __m512 sa_exp16_scale(__m512 y, __m512 n) {
+  return _mm512_scalef_ps(y, n);
 }
 
 static inline __m512 sa_exp16_poly(__m512 x) {
@@ -47,19 +39,30 @@ static inline __m512 sa_exp16_poly(__m512 x) {
       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  return sa_exp16_poly_r(r, n);
+  __m512 u = _mm512_set1_ps(SA_EXP_C6);
+  u = _mm512_fmadd_ps(u, r, _mm512_set1_ps(SA_EXP_C5));
+  u = _mm512_fmadd_ps(u, r, _mm512_set1_ps(SA_EXP_C4));
+  u = _mm512_fmadd_ps(u, r, _mm512_set1_ps(SA_EXP_C3));
+  u = _mm512_fmadd_ps(u, r, _mm512_set1_ps(SA_EXP_C2));
+  u = _mm512_fmadd_ps(u, r, _mm512_set1_ps(1.0f));
+  return sa_exp16_scale(_mm512_fmadd_ps(u, r, _mm512_set1_ps(1.0f)), n);
 }
 
-/* 2^x: n = round(x), and x - n is exact, so one rounding (r = (x - n) ln2,
- * |r| <= ln2/2) replaces the reduction's multiply and two FMAs. */
+/* 2^x: n = round(x), and f = x - n is exact, so the polynomial runs on f
+ * itself: no reduction to round. */
 static inline __m512 sa_exp2_16_poly(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(-151.0f), x);
   x = _mm512_min_ps(_mm512_set1_ps(129.0f), x);
   __m512 n =
       _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r =
-      _mm512_mul_ps(_mm512_sub_ps(x, n), _mm512_set1_ps(0.693147180559945309f));
-  return sa_exp16_poly_r(r, n);
+  __m512 f = _mm512_sub_ps(x, n);
+  __m512 u = _mm512_set1_ps(SA_EXP2_C6);
+  u = _mm512_fmadd_ps(u, f, _mm512_set1_ps(SA_EXP2_C5));
+  u = _mm512_fmadd_ps(u, f, _mm512_set1_ps(SA_EXP2_C4));
+  u = _mm512_fmadd_ps(u, f, _mm512_set1_ps(SA_EXP2_C3));
+  u = _mm512_fmadd_ps(u, f, _mm512_set1_ps(SA_EXP2_C2));
+  u = _mm512_fmadd_ps(u, f, _mm512_set1_ps(SA_EXP2_C1));
+  return sa_exp16_scale(_mm512_fmadd_ps(u, f, _mm512_set1_ps(1.0f)), n);
 }
 
 #endif /* SA_AVX512_EXP_POLY_H */
