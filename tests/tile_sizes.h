@@ -60,6 +60,7 @@ static inline t_shapes t_kernel_shapes(const sa_kernel_set *const *sets,
     T_AROUND(&sh.m, t->m, 1);
     T_AROUND(&sh.m, t->m_cut, 0);
     T_AROUND(&sh.n, t->n, 1);
+    T_AROUND(&sh.n, t->n_cut, 0);
     T_AROUND(&sh.row, t->row, 1);
     T_AROUND(&sh.d, t->d, 1);
     T_AROUND(&sh.kc, t->kc, 1);

@@ -24,14 +24,20 @@ enum {
   SA_AVX512_BF16_DOTS_M = 8, /*   dot products for m <= this */
   SA_AVX512_WSUM_MR = 8,     /* wsum and wsum_t: rows x vectors of columns */
   SA_AVX512_WSUM_NV = 2,
-  SA_AVX512_WSUM_M4 = 4,      /*   with at most this many rows, */
-  SA_AVX512_WSUM_NV4 = 4,     /*   this many vectors (64 columns) a block, */
-  SA_AVX512_WSUM_M2 = 2,      /*   with at most this many, */
-  SA_AVX512_WSUM_NV2 = 8,     /*   this many (128): as wide as registers hold */
-  SA_AVX512_WSUM_KB = 16,     /*   keys a sub-block, through every column */
-  SA_AVX512_WSUM_CG = 128,    /*   of a group of CG columns before the next */
-  SA_AVX512_WSUM_LEAD_M = 32, /*   up to this many rows (MQA groups): the */
-  SA_AVX512_WSUM_LEAD = 2,    /*   first LEAD rows stream V, the rest reuse */
+  SA_AVX512_WSUM_CG = 128, /* columns a group, each group's keys in turn */
+  /* decode-shaped wsum: row pairs of 8 vectors (128 columns, as wide as the
+   * registers hold) through sub-blocks of KL keys */
+  SA_AVX512_WSUM_M2 = 2,
+  SA_AVX512_WSUM_NV2 = 8,
+  SA_AVX512_WSUM_KL = 256,
+  /* decode-shaped wsum_t: up to M2 rows M2 x NV2, up to M4 rows M4 x NV4
+   * (64 columns), through sub-blocks of KB keys (a multiple for some
+   * types) that pass every column block before the next */
+  SA_AVX512_WSUM_M4 = 4,
+  SA_AVX512_WSUM_NV4 = 4,
+  SA_AVX512_WSUM_KB = 16,
+  SA_AVX512_WSUM_LEAD_M = 32,   /* up to this many rows (MQA groups): the */
+  SA_AVX512_WSUM_LEAD = 2,      /*   first LEAD rows stream V, the rest reuse */
   SA_AVX512_DECODE_CHUNK = 128, /* decode: keys a chunk while K or V is f32
                                    (docs/DESIGN.md, "The decode kernel") */
   SA_AVX512_DECODE_CHUNK_NARROW = 32, /* and while both are narrow */

@@ -9,32 +9,31 @@
  * store at the end (beta NULL: o is only written, so it may hold NaN on
  * entry).
  *
- * With at most 4 rows (decode) the column blocks are as wide as the
- * registers allow (2 rows x 8 vectors = 128 columns, 4 x 4 = 64), so V's
- * rows are walked in as few strips as they can be (one Xeon core, V from
- * memory: m = 1 10.0 -> 11.8 GB/s, m = 4 9.1 -> 9.8, against 2 vectors);
- * more rows take MR = 8 rows x NV = 2 vectors (tiles.h).
- *
  * Decode-shaped calls (m <= STREAM_M, score's dot-product cutoff) take
- * keys in sub-blocks of KB = 16 (8 KiB of f32 V at dv = 128; 32 until
- * 0.8's last change, 16 read V from memory 1.10x as fast at m = 4, and
- * decode of 32 query heads over 8 KV heads 1.01-1.02x), each
- * sub-block through every column block before the next, the partial sums
- * parked on the stack between sub-blocks (wsum_ends.h: per lane the sum
- * still runs over j in order, bit for bit as one pass would). Columns go
- * in groups of CG = 128, so a sub-block stays 8 KiB at any dv. The first
- * row block names V's lines in address order (kernels/prefetch.h), a line
- * per key for each vector it loads (and one more from the group's first
- * column block, for a row that straddles one line more than it has
- * vectors), a sub-block and 4 KiB of rows ahead: the next sub-block's rows
- * while this one is read. Later row blocks find the rows in cache and call
- * no cursor. Until 0.8 each column block walked all n keys before the next
- * and the first one prefetched whole rows 8 keys ahead: at the driver's
- * 1024-key decode blocks the rows prefetched for the first column block
- * can be out of L2 before the last block comes back for them. On Zen 5
- * (one core, V from memory, with score.c's cursor) decode of 32 query
- * heads over 8 KV heads, 4096 keys, ran 1.24-1.50x as fast, 32 KV heads
- * 1.07-1.14x (docs/DESIGN.md, "Streaming K and V from memory").
+ * keys in sub-blocks of KL = 256 (128 KiB of f32 V at dv = 128), and in
+ * each sub-block the rows two at a time, 2 rows x 8 vectors (128 columns,
+ * as wide as the registers hold) over a group of CG = 128 columns, the
+ * partial sums parked on the stack between sub-blocks (wsum_ends.h: per
+ * lane the sum still runs over j in order, bit for bit as one pass would).
+ * The first pair reads V from memory whole rows at a time in address order
+ * and names V's lines in that order 4 KiB ahead (kernels/prefetch.h), one
+ * line a vector loaded; the later pairs find the sub-block in L2.
+ *
+ * Why pairs (0.12): until then 3-4 rows took a 4 x 4 tile (64 columns)
+ * and 5-16 rows 8 x 2 (32), through 16-key sub-blocks: each sub-block's
+ * rows were read a column block at a time, 64 or 128 bytes of every
+ * 512-byte row, then the next column block, and the cursor named a line
+ * more a key than was loaded, with a page touch 16 KiB ahead. On a Zen 4
+ * (one core, V from memory, m = 4, d = 128, 4096 keys, kernels called
+ * directly, two builds alternated in one process) the value sums took
+ * 29-31 ns a key against 20 for V's bytes at the read probe's rate, while
+ * score streamed K at its bytes' rate. In pairs: 25-26 ns; score,
+ * softmax_online2 and wsum together 1.09x as fast at m = 1, 2 and 4, 1.0-
+ * 1.14x at 8, 1.02x at 16; decode of 32 query heads over 8 KV heads 1.09-
+ * 1.10x on one and two threads, over 32 KV heads 1.03-1.09x. Without any
+ * software prefetch the pairs ran as fast on Zen 4 (1.11-1.14x against
+ * 1.09-1.12x); the cursor stays for the cores whose prefetchers measured
+ * slower without it (docs/DESIGN.md, "Streaming K and V from memory").
  *
  * With 17 to LEAD_M rows (an MQA group's query heads) V comes from memory
  * and only once: the first LEAD rows read it in one pass as wide as the
@@ -52,6 +51,7 @@
  * faulted); leftover rows run the same tile with fewer rows.
  */
 #include <immintrin.h>
+#include <stdint.h>
 
 #include "kernels/avx512/tiles.h"
 #include "kernels/avx512/util.h"
@@ -62,8 +62,10 @@
 
 enum {
   MR = SA_AVX512_WSUM_MR,
-  NV = SA_WSUM_NV, /* vectors of the widest tile */
-  KB = SA_AVX512_WSUM_KB,
+  NV = SA_WSUM_NV,        /* vectors of the widest tile */
+  M2 = SA_AVX512_WSUM_M2, /* decode-shaped: rows x vectors a pair's tile */
+  NV2 = SA_AVX512_WSUM_NV2,
+  KL = SA_AVX512_WSUM_KL,
   CG = SA_AVX512_WSUM_CG,
   STREAM_M = SA_AVX512_DOTS_M, /* decode-shaped: sub-blocks and a cursor */
   LEAD_M = SA_AVX512_WSUM_LEAD_M,
@@ -95,7 +97,7 @@ AI void key(size_t mr, size_t nv, const float *p, size_t ldp, const float *row,
 AI void tile(size_t mr, size_t nv, size_t n, const float *p, size_t ldp,
              const float *v, size_t ldv, size_t cn, const float *beta, float *o,
              size_t ldo, sa_wsum_ends e, sa_prefetcher *pf, size_t limit,
-             int extra, size_t ahead) {
+             int extra, int pages, size_t ahead) {
   __m512 acc[MR][NV];
   __mmask16 km[NV];
   sa_wsum_masks(nv, cn, km);
@@ -104,9 +106,9 @@ AI void tile(size_t mr, size_t nv, size_t n, const float *p, size_t ldp,
   if (pf)
     for (size_t j = 0; j < n; j++) {
       for (size_t c = 0; c < nv; c++)
-        sa_prefetch_next(pf, limit, 0, 1);
+        sa_prefetch_next(pf, limit, 0, pages);
       if (extra)
-        sa_prefetch_next(pf, limit, 0, 1);
+        sa_prefetch_next(pf, limit, 0, pages);
       key(mr, nv, p + j, ldp, v + j * ldv, km, acc);
     }
   else if (ahead)
@@ -126,78 +128,73 @@ AI void tile(size_t mr, size_t nv, size_t n, const float *p, size_t ldp,
 AI void rows(size_t rb, size_t nv, size_t mr, size_t n, const float *p,
              size_t ldp, const float *v, size_t ldv, size_t cn,
              const float *beta, float *o, size_t ldo, sa_wsum_ends e,
-             sa_prefetcher *pf, size_t limit, int extra, size_t ahead) {
+             sa_prefetcher *pf, size_t limit, int extra, int pages,
+             size_t ahead) {
 #define TILE(r)                                                                \
-  tile(r, nv, n, p, ldp, v, ldv, cn, beta, o, ldo, e, pf, limit, extra, ahead)
+  tile(r, nv, n, p, ldp, v, ldv, cn, beta, o, ldo, e, pf, limit, extra, pages, \
+       ahead)
   SA_UNROLL_1_RB(rb, mr, TILE);
 #undef TILE
 }
 
-/* Columns [0, cw) (cw <= CG) of mr rows over keys [0, n), nv vectors a
- * column block; prefetch: the first row block, which prefetches V. stream:
- * in sub-blocks, V's lines named in address order; else all n keys a
- * column block, the first one prefetching whole rows PF keys ahead. */
+/* Columns [0, cw) (cw <= CG) of mr rows, all n keys a column block, nothing
+ * parked; prefetch: the first row block names whole rows PF keys ahead. */
 AI void group(size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
               const float *p, size_t ldp, const float *v, size_t ldv,
-              const float *beta, float *o, size_t ldo, int prefetch,
-              int stream) {
-  if (!stream) { /* one pass of all n keys a column block, nothing parked */
-    const sa_wsum_ends e = {1, 1, NULL, 0};
-    for (size_t c0 = 0; c0 < cw; c0 += 16 * nv)
-      rows(rb, nv, mr, n, p, ldp, v + c0, ldv, cw - c0, beta, o + c0, ldo, e,
-           NULL, 0, 0, prefetch && c0 == 0 ? cw : 0);
-    return;
-  }
-  _Alignas(64) float part[MR * CG];
-  /* a sub-block and 4 KiB ahead: the next sub-block's rows are named
-   * while this one is read, not the rows being read */
-  const size_t ahead = KB + sa_prefetch_rows_ahead(cw * sizeof(float), 4096);
-  sa_prefetcher cur =
-      sa_prefetcher_at(v, ldv * sizeof(float), cw * sizeof(float), n, ahead);
-  sa_prefetcher *pf = prefetch ? &cur : NULL;
-  size_t j0 = 0;
-  do { /* n = 0 still writes o = beta * o */
-    size_t nb = n - j0 < KB ? n - j0 : KB, limit = j0 + nb + ahead;
-    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part, SA_WSUM_CG};
-    const float *pj = p + j0, *vj = v + j0 * ldv;
-    sa_prefetcher_raise(&cur, j0 + ahead);
-    for (size_t c0 = 0; c0 < cw; c0 += 16 * nv, e.part += 16 * nv)
-      rows(rb, nv, mr, nb, pj, ldp, vj + c0, ldv, cw - c0, beta, o + c0, ldo, e,
-           pf, limit, c0 == 0, 0);
-    j0 += nb;
-  } while (j0 < n);
+              const float *beta, float *o, size_t ldo, int prefetch) {
+  const sa_wsum_ends e = {1, 1, NULL, 0};
+  for (size_t c0 = 0; c0 < cw; c0 += 16 * nv)
+    rows(rb, nv, mr, n, p, ldp, v + c0, ldv, cw - c0, beta, o + c0, ldo, e,
+         NULL, 0, 0, 0, prefetch && c0 == 0 ? cw : 0);
 }
 
 /* Rows in blocks of rb, nv vectors a column block (both constants); the
  * first block prefetches V unless told not to (V in cache). */
-AI void wsum(size_t rb, size_t nv, int stream, int pf, size_t m, size_t n,
-             size_t dv, const float *p, size_t ldp, const float *v, size_t ldv,
+AI void wsum(size_t rb, size_t nv, int pf, size_t m, size_t n, size_t dv,
+             const float *p, size_t ldp, const float *v, size_t ldv,
              const float *beta, float *o, size_t ldo) {
   for (size_t i0 = 0; i0 < m; i0 += rb) {
     size_t mr = m - i0 < rb ? m - i0 : rb;
     for (size_t g0 = 0; g0 < dv; g0 += CG)
       group(rb, nv, mr, n, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp,
             v + g0, ldv, beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo,
-            pf && i0 == 0, stream);
+            pf && i0 == 0);
   }
 }
 
-/* The streamed tiles each in a function of its own: inlined beside the
- * one-pass tile, their parking area and spills made the frame that tile
- * runs in 4 KiB larger, and the one-pass tile, the same code, ran 5-6%
- * slower (decode, 32 query heads over 1 KV head, 32768 keys, Zen 5; both
- * score and wsum lost, so most likely 4 KiB aliasing between the
- * stack and the tiles' loads). */
-#define STREAMED(name, rb, nv)                                                 \
-  static __attribute__((noinline)) void name(                                  \
-      size_t m, size_t n, size_t dv, const float *p, size_t ldp,               \
-      const float *v, size_t ldv, const float *beta, float *o, size_t ldo) {   \
-    wsum(rb, nv, 1, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);                \
+/* Decode-shaped calls: keys in sub-blocks of KL, and in each sub-block the
+ * rows two at a time over a group's CG columns (M2 x NV2, as wide as the
+ * registers hold), the partial sums parked between sub-blocks (wsum_ends.h,
+ * bit for bit). The first pair reads V from memory a whole row at a time in
+ * address order, naming one line a vector loaded 4 KiB ahead; the other
+ * pairs find the sub-block (128 KiB at dv = 128) in L2. A row straddles
+ * one more line than it has vectors when V's rows are not on 64-byte lines:
+ * then a line more a key is named. */
+static __attribute__((noinline)) void
+pairs(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
+      size_t ldv, const float *beta, float *o, size_t ldo) {
+  _Alignas(64) float part[STREAM_M * CG];
+  const int extra = (((uintptr_t)v | ldv * sizeof(float)) & 63) != 0;
+  for (size_t g0 = 0; g0 < dv; g0 += CG) {
+    size_t cw = dv - g0 < CG ? dv - g0 : CG;
+    const size_t ahead = sa_prefetch_rows_ahead(cw * sizeof(float), 4096);
+    sa_prefetcher cur = sa_prefetcher_at(v + g0, ldv * sizeof(float),
+                                         cw * sizeof(float), n, ahead);
+    size_t j0 = 0;
+    do { /* n = 0 still writes o = beta * o */
+      size_t nb = n - j0 < KL ? n - j0 : KL, limit = j0 + nb + ahead;
+      sa_prefetcher_raise(&cur, j0 + ahead);
+      for (size_t i0 = 0; i0 < m; i0 += M2) {
+        const sa_wsum_ends e = {j0 == 0, j0 + nb == n, part + i0 * CG, CG};
+        rows(M2, NV2, m - i0 < M2 ? m - i0 : M2, nb, p + i0 * ldp + j0, ldp,
+             v + j0 * ldv + g0, ldv, cw, beta ? beta + i0 : NULL,
+             o + i0 * ldo + g0, ldo, e, i0 == 0 ? &cur : NULL, limit, extra, 0,
+             0);
+      }
+      j0 += nb;
+    } while (j0 < n);
   }
-STREAMED(streamed_2x8, SA_AVX512_WSUM_M2, SA_AVX512_WSUM_NV2)
-STREAMED(streamed_4x4, SA_AVX512_WSUM_M4, SA_AVX512_WSUM_NV4)
-STREAMED(streamed_mr, MR, SA_AVX512_WSUM_NV)
-#undef STREAMED
+}
 
 /* A few rows over all n keys, as wide as the registers hold, V's lines named
  * in address order 4 KiB ahead: one pass that streams V once, leaving it in
@@ -206,16 +203,15 @@ STREAMED(streamed_mr, MR, SA_AVX512_WSUM_NV)
 static __attribute__((noinline)) void
 lead(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
      size_t ldv, const float *beta, float *o, size_t ldo) {
-  enum { RB = SA_AVX512_WSUM_M2, NB = SA_AVX512_WSUM_NV2 };
   const sa_wsum_ends e = {1, 1, NULL, 0};
   for (size_t g0 = 0; g0 < dv; g0 += CG) {
     size_t cw = dv - g0 < CG ? dv - g0 : CG;
     size_t ahead = sa_prefetch_rows_ahead(cw * sizeof(float), 4096);
     sa_prefetcher pf = sa_prefetcher_at(v + g0, ldv * sizeof(float),
                                         cw * sizeof(float), n, ahead);
-    for (size_t c0 = 0; c0 < cw; c0 += 16 * NB)
-      rows(RB, NB, m, n, p, ldp, v + g0 + c0, ldv, cw - c0, beta, o + g0 + c0,
-           ldo, e, c0 == 0 ? &pf : NULL, n, c0 == 0, 0);
+    for (size_t c0 = 0; c0 < cw; c0 += 16 * NV2)
+      rows(M2, NV2, m, n, p, ldp, v + g0 + c0, ldv, cw - c0, beta, o + g0 + c0,
+           ldo, e, c0 == 0 ? &pf : NULL, n, c0 == 0, 1, 0);
   }
 }
 
@@ -223,22 +219,18 @@ lead(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
 static __attribute__((noinline)) void
 reuse(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
       size_t ldv, const float *beta, float *o, size_t ldo) {
-  wsum(MR, SA_AVX512_WSUM_NV, 0, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+  wsum(MR, SA_AVX512_WSUM_NV, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
 }
 
 void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                      const float *v, size_t ldv, const float *beta, float *o,
                      size_t ldo) {
-  if (m <= SA_AVX512_WSUM_M2)
-    streamed_2x8(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
-  else if (m <= SA_AVX512_WSUM_M4)
-    streamed_4x4(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
-  else if (m <= STREAM_M)
-    streamed_mr(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+  if (m <= STREAM_M)
+    pairs(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
   else if (m <= LEAD_M) {
     lead(LEAD, n, dv, p, ldp, v, ldv, beta, o, ldo);
     reuse(m - LEAD, n, dv, p + LEAD * ldp, ldp, v, ldv,
           beta ? beta + LEAD : NULL, o + LEAD * ldo, ldo);
   } else
-    wsum(MR, SA_AVX512_WSUM_NV, 0, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+    wsum(MR, SA_AVX512_WSUM_NV, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
 }
