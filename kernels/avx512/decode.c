@@ -25,7 +25,13 @@
  *  - value sums: rows x columns register tiles chosen by m so that one
  *    pass covers as many columns as the registers hold (m <= 2: 128
  *    columns, m <= 4: 64, else 32 per pass of 8 rows); each V row of the
- *    chunk is loaded (and widened) once per pass for every row. The sums
+ *    chunk is loaded (and widened) once per pass for every row. f32 V with
+ *    more than 2 rows goes in row pairs of 128 columns instead, as wsum.c
+ *    (which says why): the first pair reads the chunk's V rows whole, in
+ *    address order, the others find them in cache (m = 4, f32, 4096 keys
+ *    from memory, one Zen 4 core: 1.15x as fast, m = 8 1.08x, 16-key pages
+ *    1.04-1.14x); narrow V keeps the wide tiles, which widen a row once for
+ *    four or eight rows, where pairs would widen it once a pair. The sums
  *    start at 0, and o = alpha * o + sum at the store, as wsum's beta: the
  *    running o never absorbs a chunk's terms one at a time.
  *
@@ -72,19 +78,23 @@ typedef struct stream_ahead {
 
 typedef __m512 (*exp16_fn)(__m512);
 
-/* Every 64-byte line of [row, row + bytes), into L1: rows are named 6-8
- * KiB ahead of the reader in the order it reads them (prefetch_ahead),
- * which a 48 KiB L1D holds beside what is being read. Until 0.9.1 a whole
- * chunk was named ahead (a chunk's V rows during its dot products, the
- * next chunk's K rows during its value sums: 32 KiB each at d = 128, f32),
- * into L2 only, since that much evicted the stream from L1; on the Zen 5
- * VM the nearer prefetch with pages touched ahead reads 16-key pages
- * 1.17-1.29x faster, and into L2 it gained less (8 KiB ahead into L2:
- * 1.12x). */
+/* Every 64-byte line of [row, row + bytes), into L2: rows are named 6-8
+ * KiB ahead of the reader in the order it reads them (prefetch_ahead).
+ * Until 0.9.1 a whole chunk was named ahead (a chunk's V rows during its
+ * dot products, the next chunk's K rows during its value sums: 32 KiB each
+ * at d = 128, f32), into L2. 0.9.1 named rows nearer, into L1 (T0), with
+ * pages touched ahead: on the Zen 5 VM 16-key pages read 1.17-1.29x
+ * faster, 8 KiB ahead into L2 1.12x. On a Zen 4 (32 KiB L1D, where T0
+ * prefetches slow even a plain read loop: 12-20 GB/s against 25 with none
+ * and 26-29 with T1) the same rows named into L2 (0.11.1) ran decode 1.35x
+ * as fast at m = 4 on contiguous rows and 1.45x on 16-key pages shuffled
+ * through 512 MiB (m = 1: 1.47x / 1.57x, m = 8: 1.22x / 1.43x; f16 and q8_0
+ * pages 1.05-1.10x; one core, builds alternated in one process). L2 it is,
+ * which may cost Zen 5 up to a tenth here (not measured there since). */
 AI void prefetch_row(const char *row, size_t bytes) {
   const char *x = (const char *)((uintptr_t)row & ~(uintptr_t)63);
   for (; x < row + bytes; x += 64)
-    _mm_prefetch(x, _MM_HINT_T0);
+    _mm_prefetch(x, _MM_HINT_T1);
 }
 
 /* The first line of the last 4 KiB page that starts inside the row, if
@@ -287,7 +297,18 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
 #define PASS(r, NV, i0)                                                        \
   sums(t, r, NV, nc, p + (i0)*CHUNK, v, c0, cn, alpha + (i0), o + (i0)*ldo,    \
        ldo, pf, st)
-  if (m <= 2) {
+  if (t == SA_F32 && m > 2) {
+    for (size_t c0 = 0; c0 < dv; c0 += 128) {
+      size_t cn = dv - c0 < 128 ? dv - c0 : 128;
+      for (size_t i0 = 0; i0 < m; i0 += 2) {
+        int pf = c0 == 0 && i0 == 0;
+        if (m - i0 >= 2)
+          PASS(2, 8, i0);
+        else
+          PASS(1, 8, i0);
+      }
+    }
+  } else if (m <= 2) {
     for (size_t c0 = 0; c0 < dv; c0 += 128) {
       size_t cn = dv - c0 < 128 ? dv - c0 : 128;
       int pf = c0 == 0;
