@@ -22,7 +22,13 @@
  * value sums take a chunk in sub-blocks of KB keys (as many bytes of V as
  * 32 f32 keys) through every pass of columns before the next, the partial
  * sums parked on the stack between them bit for bit, as wsum does, so that
- * a V row is read from L1 by the later passes.
+ * a V row is read from L1 by the later passes. The cursor names lines
+ * into L2 (T1) since 0.11.1: on a Zen 4 core (K and V from memory, d =
+ * 128, builds alternated in one process) it ran 1.47-1.52x as fast at
+ * m = 1 and 1.96-2.01x at m = 4 on contiguous rows, 1.59-1.73x on 16-key
+ * pages shuffled through 512 MiB, as the AVX-512 kernel's (which says
+ * more); into L1 dates from the Zen 3 VM, where a plain read of shuffled
+ * pages ran alike with T0, T1 or NTA prefetches (docs/DESIGN.md).
  *
  * What 16 ymm registers change:
  *  - dots: score_t.c's tiles, DM = 4 rows x DN = 3 keys (2 x DN_WIDE = 4
@@ -118,7 +124,7 @@ SA_INLINE void stream_raise(stream *st, size_t row) {
 SA_INLINE void stream_until(stream *st, size_t limit) {
   while (st->line && st->row < limit) {
     for (const char *x = st->line; x < st->end; x += 64)
-      _mm_prefetch(x, _MM_HINT_T0);
+      _mm_prefetch(x, _MM_HINT_T1);
     stream_seek(st, st->row + 1);
   }
 }
