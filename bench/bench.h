@@ -52,6 +52,8 @@ typedef struct sa_bench_bw {
   double gbs_plain;    /* the best pass without software prefetch */
   double gbs_prefetch; /* the best pass prefetching every line */
   double gbs_pages;    /* the best pass prefetching each page's first line */
+  double gbs_l2;       /* the best pass prefetching every line into L2 */
+  double gbs_streams;  /* the best pass reading several streams at once */
   const char *isa;     /* whose read probe */
 } sa_bench_bw;
 

@@ -3,11 +3,13 @@
  *
  *   read   the registry's read probe (kernels/<isa>/peak_read.c) of the ISA
  *          of the best runnable kernel set: its widest loads into
- *          independent accumulators, every pass three ways (no software
- *          prefetch; every line 1 KiB ahead; each 4 KiB page's first line
- *          16 KiB ahead), the best pass kept. It has to report at least
- *          what any code of this machine reads, or a decode row would be
- *          credited with more than 100 %.
+ *          independent accumulators, passes taken six ways in turn (one
+ *          stream: no software prefetch; every line 1 KiB ahead; each 4
+ *          KiB page's first line 16 KiB ahead; every line 4 KiB ahead into
+ *          L2 only; four streams side by side: no prefetch, and every line
+ *          4 KiB ahead into L2), the best pass kept. It has to report at
+ *          least what any code of this machine reads, or a decode row would
+ *          be credited with more than 100 %.
  *   triad  a[i] = b[i] + s * c[i] in baseline C (STREAM's triad, counting
  *          two reads and a write per element): a reference line only.
  *
@@ -39,6 +41,16 @@
  * Zen 5 VM read 41-42 GB/s on one core where the other two ways read
  * 27-33 (8-32 KiB ahead alike, 4 KiB less). */
 enum { PREFETCH = 1024, PREFETCH_PAGES = 16384 };
+
+/* Into L2, and several streams (0.11.1): on a Zen 4 VM the three ways
+ * above read 23-25 GB/s on one core and 28-31 on two, while decode on two
+ * threads (each reading K and V, its decode kernel naming rows into L2)
+ * read 32 in a `make compare` and up to 38 in a single run, above 100 % of
+ * the probe. A throw-away loop there, best of three 1 GiB passes: one
+ * stream with every line named 4 KiB ahead into L2 24.6-25.0 GB/s on one
+ * core (none 23.4-24.9, into L1 21-22); on two, four streams a thread
+ * 31-33 (one stream 27-30), four streams into L2 32-33. */
+enum { PREFETCH_L2 = 4096, STREAMS = 4 };
 
 /* ---------------------------------------------------------------- buffer */
 
@@ -180,41 +192,42 @@ static const sa_peak_probe *read_probe(void) {
 
 const char *sa_peak_read_isa(void) { return read_probe()->isa; }
 
-/* A pass's way to prefetch: bytes ahead (0: none), and every line (64) or
- * each page's first (4096). */
-typedef struct read_way {
-  size_t ahead, every;
-} read_way;
-static read_way read_now;
+static sa_peak_read_way read_now;
 static uint64_t sinks[64 * 8]; /* one line each: no false sharing */
 
-/* Thread id of n reads slice id of the buffer (a multiple of the probe's
- * block; the tail of at most n blocks is left out of every pass and of the
- * byte count). */
+/* Thread id of n reads slice id of the buffer (a multiple of STREAMS
+ * probe blocks; the tail of at most n such is left out of every pass and of
+ * the byte count). */
 static size_t slice_bytes(int n) {
-  size_t s = sa_bench_cfg.mem_bytes / (size_t)n;
-  return s / SA_PEAK_READ_BLOCK * SA_PEAK_READ_BLOCK;
+  const size_t unit = (size_t)STREAMS * SA_PEAK_READ_BLOCK;
+  return sa_bench_cfg.mem_bytes / (size_t)n / unit * unit;
 }
 
 static void read_job(int id, int n) {
   size_t s = slice_bytes(n);
-  sinks[(id % 64) * 8] += read_probe()->read(mem_buf + (size_t)id * s, s,
-                                             read_now.ahead, read_now.every);
+  sinks[(id % 64) * 8] +=
+      read_probe()->read(mem_buf + (size_t)id * s, s, &read_now);
 }
 
 sa_bench_bw sa_peak_read_measure(int threads, int passes) {
   sa_peak_mem_buffer();
-  sa_bench_bw bw = {0, 0, 0, 0, sa_peak_read_isa()};
+  sa_bench_bw bw = {0, 0, 0, 0, 0, 0, sa_peak_read_isa()};
   double bytes = (double)slice_bytes(threads) * threads;
-  /* The three ways in turn, so that drift hits them alike. */
-  static const read_way ways[3] = {
-      {0, 64}, {PREFETCH, 64}, {PREFETCH_PAGES, 4096}};
-  double *best[3] = {&bw.gbs_plain, &bw.gbs_prefetch, &bw.gbs_pages};
-  for (int p = 0; p < 3 * passes; p++) {
-    read_now = ways[p % 3];
+  /* The ways in turn, so that drift hits them alike. */
+  enum { WAYS = 6 };
+  static const sa_peak_read_way ways[WAYS] = {{1, 0, 64, 0},
+                                              {1, PREFETCH, 64, 0},
+                                              {1, PREFETCH_PAGES, 4096, 0},
+                                              {1, PREFETCH_L2, 64, 1},
+                                              {STREAMS, 0, 64, 0},
+                                              {STREAMS, PREFETCH_L2, 64, 1}};
+  double *best[WAYS] = {&bw.gbs_plain, &bw.gbs_prefetch, &bw.gbs_pages,
+                        &bw.gbs_l2,    &bw.gbs_streams,  &bw.gbs_streams};
+  for (int p = 0; p < WAYS * passes; p++) {
+    read_now = ways[p % WAYS];
     double gbs = bytes / run_pass(read_job, threads) * 1e-9;
-    if (gbs > *best[p % 3])
-      *best[p % 3] = gbs;
+    if (gbs > *best[p % WAYS])
+      *best[p % WAYS] = gbs;
     if (gbs > bw.gbs)
       bw.gbs = gbs;
   }

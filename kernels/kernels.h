@@ -153,22 +153,28 @@ uint64_t sa_peak_fma__neon(uint64_t reps, float *sink);
 
 /* The read-bandwidth probes (kernels/<isa>/peak_read.c): what the bench's
  * "% of bandwidth" is measured against, one per ISA, with its widest loads.
- * Reads bytes (a multiple of SA_PEAK_READ_BLOCK) from buf, 64-byte aligned,
- * into independent accumulators and returns their fold; prefetch > 0 also
- * prefetches that many bytes ahead (0: the hardware prefetchers alone):
- * every line (every = 64), or only the lines at multiples of `every` bytes
+ * Each reads bytes from buf, 64-byte aligned, into independent accumulators
+ * and returns their fold, the way `way` says: bytes as `streams` equal
+ * parts (each a multiple of SA_PEAK_READ_BLOCK) read side by side, a block
+ * of each in turn (more streams keep more of the hardware prefetchers
+ * busy); ahead > 0 also prefetches that many bytes ahead of each stream,
+ * every line (every = 64) or only the lines at multiples of `every` bytes
  * (a power of two: 4096 names each page's first line, kernels/prefetch.h,
- * "Pages ahead"). */
+ * "Pages ahead"), into every cache level or (l2) into L2 and out. */
 #define SA_PEAK_READ_BLOCK 512
+typedef struct sa_peak_read_way {
+  size_t streams, ahead, every;
+  int l2;
+} sa_peak_read_way;
 typedef uint64_t (*sa_peak_read_fn)(const void *buf, size_t bytes,
-                                    size_t prefetch, size_t every);
-uint64_t sa_peak_read__scalar(const void *buf, size_t bytes, size_t prefetch,
-                              size_t every);
-uint64_t sa_peak_read__avx2(const void *buf, size_t bytes, size_t prefetch,
-                            size_t every);
-uint64_t sa_peak_read__avx512(const void *buf, size_t bytes, size_t prefetch,
-                              size_t every);
-uint64_t sa_peak_read__neon(const void *buf, size_t bytes, size_t prefetch,
-                            size_t every);
+                                    const sa_peak_read_way *way);
+uint64_t sa_peak_read__scalar(const void *buf, size_t bytes,
+                              const sa_peak_read_way *way);
+uint64_t sa_peak_read__avx2(const void *buf, size_t bytes,
+                            const sa_peak_read_way *way);
+uint64_t sa_peak_read__avx512(const void *buf, size_t bytes,
+                              const sa_peak_read_way *way);
+uint64_t sa_peak_read__neon(const void *buf, size_t bytes,
+                            const sa_peak_read_way *way);
 
 #endif /* SA_KERNELS_H */

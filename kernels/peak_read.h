@@ -16,17 +16,45 @@
 #include "kernels/kernels.h"
 
 static inline __attribute__((always_inline)) void
-sa_peak_read_prefetch(const char *t, size_t every) {
+sa_peak_read_prefetch(const char *t, size_t every, int l2) {
   if (every <= 64) {
     for (size_t l = 0; l < SA_PEAK_READ_BLOCK; l += 64)
-      __builtin_prefetch(t + l, 0, 3);
+      if (l2)
+        __builtin_prefetch(t + l, 0, 2);
+      else
+        __builtin_prefetch(t + l, 0, 3);
     return;
   }
   /* one test a block, not one a line: the loop is that tight */
   const char *x = (const char *)(((uintptr_t)t + SA_PEAK_READ_BLOCK - 1) &
                                  ~(uintptr_t)(every - 1));
-  if (x >= t)
-    __builtin_prefetch(x, 0, 3);
+  if (x >= t) {
+    if (l2)
+      __builtin_prefetch(x, 0, 2);
+    else
+      __builtin_prefetch(x, 0, 3);
+  }
 }
+
+/* The probes' loop, one body for every ISA (kernels.h has the way's
+ * rules): BLOCK(q) reads the SA_PEAK_READ_BLOCK bytes at q into the
+ * kernel's accumulators. A stream is prefetched only while the target
+ * lies inside it. */
+#define SA_PEAK_READ_LOOP(buf, bytes, way, BLOCK)                              \
+  do {                                                                         \
+    const char *base_ = (const char *)(buf);                                   \
+    const size_t ns_ = (way)->streams ? (way)->streams : 1;                    \
+    const size_t per_ = (bytes) / ns_, ahead_ = (way)->ahead;                  \
+    size_t i_ = 0, stop_ = ahead_ && per_ > ahead_ ? per_ - ahead_ : 0;        \
+    for (; i_ < stop_; i_ += SA_PEAK_READ_BLOCK)                               \
+      for (size_t s_ = 0; s_ < ns_; s_++) {                                    \
+        const char *q_ = base_ + s_ * per_ + i_;                               \
+        sa_peak_read_prefetch(q_ + ahead_, (way)->every, (way)->l2);           \
+        BLOCK(q_);                                                             \
+      }                                                                        \
+    for (; i_ < per_; i_ += SA_PEAK_READ_BLOCK)                                \
+      for (size_t s_ = 0; s_ < ns_; s_++)                                      \
+        BLOCK(base_ + s_ * per_ + i_);                                         \
+  } while (0)
 
 #endif /* SA_KERNELS_PEAK_READ_H */

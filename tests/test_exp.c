@@ -73,16 +73,17 @@ static worst sweep(const sa_kernel_set *ks, int base2, float lo) {
   memcpy(&end, &lo, sizeof end);
   float x[ROW];
   size_t n = 0;
-  for (uint64_t b = 0x80000000u; b <= end + (uint64_t)STRIDE; b += STRIDE) {
-    uint32_t bits = b < end ? (uint32_t)b : end;
+  uint32_t bits;
+  uint64_t b = 0x80000000u; /* -0.0f, then down to lo */
+  do {
+    bits = b < end ? (uint32_t)b : end;
     memcpy(&x[n++], &bits, sizeof bits);
     if (n == ROW || bits == end) {
       check_row(ks, base2, x, n, &w);
       n = 0;
     }
-    if (bits == end)
-      break;
-  }
+    b += STRIDE;
+  } while (bits != end);
   return w;
 }
 
