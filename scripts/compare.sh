@@ -95,6 +95,22 @@ rm -f "$out"/bench*.json "$out"/bench*.csv "$out"/bench*.md "$out"/bench*.png \
 start=$(date +%s)
 total_rows=0
 
+# probe_again FILE: the read probe run again into FILE (a part of the pass,
+# merged with the others), when the pass has one.
+probe_again() {
+  grep -q '^peak/read/' "$parts/names" || return 0
+  "$bin" $args --benchmark_filter='^peak/read/' \
+    --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+    --benchmark_min_time="$min_time_flag" \
+    --benchmark_out="$1" --benchmark_out_format=json \
+    </dev/null >/dev/null 2>"$1.err" || {
+    echo "compare: a second read probe failed:" >&2
+    tail -n 20 "$1.err" >&2
+    exit 1
+  }
+  echo "  read probe again: $(python3 tools/render.py --peak-flag "$1" | sed 's/.*mem:/mem /') GB/s"
+}
+
 # run_pass THREADS FILTER: one pass of the bench on THREADS threads over the
 # benchmarks FILTER matches (peaks always), written to $out/<tag>.*.
 run_pass() {
@@ -187,23 +203,20 @@ run_pass() {
     if [ "$kind" = peak ]; then
       peak_flag=$(python3 tools/render.py --peak-flag "$file")
     fi
+    # decode rows read memory as the probe does, and this machine's
+    # bandwidth drifts by the minute: a probe right after them (0.11.1: a
+    # two-thread MHA decode row read 40 GB/s where the pass's probes, before
+    # and after all the rows, read 29-31)
+    case "$group" in
+    *decode*) probe_again "$(printf '%s/%02dp.json' "$parts" "$gi")" ;;
+    esac
   done <"$parts/groups"
 
-  # The read probe once more, after the attention rows: a probe measured in
-  # a slow minute of a shared machine would otherwise put rows above 100 %
-  # of it; the render takes the best repetition of both runs.
-  if grep -q '^peak/read/' "$parts/names"; then
-    "$bin" $args --benchmark_filter='^peak/read/' \
-      --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
-      --benchmark_min_time="$min_time_flag" \
-      --benchmark_out="$parts/99.json" --benchmark_out_format=json \
-      </dev/null >/dev/null 2>"$parts/99.json.err" || {
-      echo "compare: the second read probe failed:" >&2
-      tail -n 20 "$parts/99.json.err" >&2
-      exit 1
-    }
-    echo "  read probe again: $(python3 tools/render.py --peak-flag "$parts/99.json" | sed 's/.*mem:/mem /') GB/s"
-  fi
+  # The read probe once more, after the attention rows (and after each
+  # group of decode rows, above): a probe measured in a slow minute of a
+  # shared machine would otherwise put rows above 100 % of it; the render
+  # takes the best repetition of all its runs.
+  probe_again "$parts/99.json"
 
   python3 tools/render.py --merge "$out/$tag.json" "$parts"/[0-9]*.json
   echo
