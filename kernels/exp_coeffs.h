@@ -30,4 +30,11 @@
 #define SA_EXP_C5 8.3686737344e-03f
 #define SA_EXP_C6 1.3820716413e-03f
 
+/* The coefficients from the top down, as each ISA's series helper takes
+ * them (exp's c1 is 1). */
+#define SA_EXP2_SERIES                                                         \
+  SA_EXP2_C6, SA_EXP2_C5, SA_EXP2_C4, SA_EXP2_C3, SA_EXP2_C2, SA_EXP2_C1
+#define SA_EXP_SERIES                                                          \
+  SA_EXP_C6, SA_EXP_C5, SA_EXP_C4, SA_EXP_C3, SA_EXP_C2, 1.0f
+
 #endif /* SA_KERNELS_EXP_COEFFS_H */

@@ -38,6 +38,19 @@ static inline __m256 sa_exp8_scale(__m256 y, __m256 n) {
   return _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
 }
 
+/* 1 + t (c1 + t (c2 + ... + t c6)): Horner, its last step one fma at the
+ * result's scale (exp_coeffs.h's SERIES lists give c6 .. c1). */
+static inline __m256 sa_exp8_series(__m256 t, float c6, float c5, float c4,
+                                    float c3, float c2, float c1) {
+  __m256 u = _mm256_set1_ps(c6);
+  u = _mm256_fmadd_ps(u, t, _mm256_set1_ps(c5));
+  u = _mm256_fmadd_ps(u, t, _mm256_set1_ps(c4));
+  u = _mm256_fmadd_ps(u, t, _mm256_set1_ps(c3));
+  u = _mm256_fmadd_ps(u, t, _mm256_set1_ps(c2));
+  u = _mm256_fmadd_ps(u, t, _mm256_set1_ps(c1));
+  return _mm256_fmadd_ps(u, t, _mm256_set1_ps(1.0f));
+}
+
 static inline __m256 sa_exp8_poly(__m256 x) {
   /* Past these bounds the result is 0 or +inf anyway; clamping keeps n in
    * range (and -inf from becoming -inf - -inf = NaN in r). max/min return
@@ -49,13 +62,7 @@ static inline __m256 sa_exp8_poly(__m256 x) {
                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 u = _mm256_set1_ps(SA_EXP_C6);
-  u = _mm256_fmadd_ps(u, r, _mm256_set1_ps(SA_EXP_C5));
-  u = _mm256_fmadd_ps(u, r, _mm256_set1_ps(SA_EXP_C4));
-  u = _mm256_fmadd_ps(u, r, _mm256_set1_ps(SA_EXP_C3));
-  u = _mm256_fmadd_ps(u, r, _mm256_set1_ps(SA_EXP_C2));
-  u = _mm256_fmadd_ps(u, r, _mm256_set1_ps(1.0f));
-  return sa_exp8_scale(_mm256_fmadd_ps(u, r, _mm256_set1_ps(1.0f)), n);
+  return sa_exp8_scale(sa_exp8_series(r, SA_EXP_SERIES), n);
 }
 
 /* 2^x: n = round(x), and f = x - n is exact, so the polynomial runs on f
@@ -65,13 +72,7 @@ static inline __m256 sa_exp2_8_poly(__m256 x) {
   x = _mm256_min_ps(_mm256_set1_ps(129.0f), x);
   __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 f = _mm256_sub_ps(x, n);
-  __m256 u = _mm256_set1_ps(SA_EXP2_C6);
-  u = _mm256_fmadd_ps(u, f, _mm256_set1_ps(SA_EXP2_C5));
-  u = _mm256_fmadd_ps(u, f, _mm256_set1_ps(SA_EXP2_C4));
-  u = _mm256_fmadd_ps(u, f, _mm256_set1_ps(SA_EXP2_C3));
-  u = _mm256_fmadd_ps(u, f, _mm256_set1_ps(SA_EXP2_C2));
-  u = _mm256_fmadd_ps(u, f, _mm256_set1_ps(SA_EXP2_C1));
-  return sa_exp8_scale(_mm256_fmadd_ps(u, f, _mm256_set1_ps(1.0f)), n);
+  return sa_exp8_scale(sa_exp8_series(f, SA_EXP2_SERIES), n);
 }
 
 #endif /* SA_AVX2_EXP_POLY_H */

@@ -28,6 +28,19 @@ static inline __m512 sa_exp16_scale(__m512 y, __m512 n) {
   return _mm512_scalef_ps(y, n);
 }
 
+/* 1 + t (c1 + t (c2 + ... + t c6)): Horner, its last step one fma at the
+ * result's scale (exp_coeffs.h's SERIES lists give c6 .. c1). */
+static inline __m512 sa_exp16_series(__m512 t, float c6, float c5, float c4,
+                                     float c3, float c2, float c1) {
+  __m512 u = _mm512_set1_ps(c6);
+  u = _mm512_fmadd_ps(u, t, _mm512_set1_ps(c5));
+  u = _mm512_fmadd_ps(u, t, _mm512_set1_ps(c4));
+  u = _mm512_fmadd_ps(u, t, _mm512_set1_ps(c3));
+  u = _mm512_fmadd_ps(u, t, _mm512_set1_ps(c2));
+  u = _mm512_fmadd_ps(u, t, _mm512_set1_ps(c1));
+  return _mm512_fmadd_ps(u, t, _mm512_set1_ps(1.0f));
+}
+
 static inline __m512 sa_exp16_poly(__m512 x) {
   /* Past these bounds the result is 0 or +inf anyway; clamping keeps n
    * finite (so -inf does not become -inf - -inf = NaN in r). max/min return
@@ -39,13 +52,7 @@ static inline __m512 sa_exp16_poly(__m512 x) {
       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 u = _mm512_set1_ps(SA_EXP_C6);
-  u = _mm512_fmadd_ps(u, r, _mm512_set1_ps(SA_EXP_C5));
-  u = _mm512_fmadd_ps(u, r, _mm512_set1_ps(SA_EXP_C4));
-  u = _mm512_fmadd_ps(u, r, _mm512_set1_ps(SA_EXP_C3));
-  u = _mm512_fmadd_ps(u, r, _mm512_set1_ps(SA_EXP_C2));
-  u = _mm512_fmadd_ps(u, r, _mm512_set1_ps(1.0f));
-  return sa_exp16_scale(_mm512_fmadd_ps(u, r, _mm512_set1_ps(1.0f)), n);
+  return sa_exp16_scale(sa_exp16_series(r, SA_EXP_SERIES), n);
 }
 
 /* 2^x: n = round(x), and f = x - n is exact, so the polynomial runs on f
@@ -56,13 +63,7 @@ static inline __m512 sa_exp2_16_poly(__m512 x) {
   __m512 n =
       _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 f = _mm512_sub_ps(x, n);
-  __m512 u = _mm512_set1_ps(SA_EXP2_C6);
-  u = _mm512_fmadd_ps(u, f, _mm512_set1_ps(SA_EXP2_C5));
-  u = _mm512_fmadd_ps(u, f, _mm512_set1_ps(SA_EXP2_C4));
-  u = _mm512_fmadd_ps(u, f, _mm512_set1_ps(SA_EXP2_C3));
-  u = _mm512_fmadd_ps(u, f, _mm512_set1_ps(SA_EXP2_C2));
-  u = _mm512_fmadd_ps(u, f, _mm512_set1_ps(SA_EXP2_C1));
-  return sa_exp16_scale(_mm512_fmadd_ps(u, f, _mm512_set1_ps(1.0f)), n);
+  return sa_exp16_scale(sa_exp16_series(f, SA_EXP2_SERIES), n);
 }
 
 #endif /* SA_AVX512_EXP_POLY_H */

@@ -36,6 +36,20 @@ SA_NEON_INLINE float32x4_t sa_neon_exp_scale(float32x4_t y, int32x4_t n,
   return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), under));
 }
 
+/* 1 + t (c1 + t (c2 + ... + t c6)): Horner, its last step one fma at the
+ * result's scale (exp_coeffs.h's SERIES lists give c6 .. c1). */
+SA_NEON_INLINE float32x4_t sa_neon_exp_series(float32x4_t t, float c6, float c5,
+                                              float c4, float c3, float c2,
+                                              float c1) {
+  float32x4_t u = vdupq_n_f32(c6);
+  u = vfmaq_f32(vdupq_n_f32(c5), u, t);
+  u = vfmaq_f32(vdupq_n_f32(c4), u, t);
+  u = vfmaq_f32(vdupq_n_f32(c3), u, t);
+  u = vfmaq_f32(vdupq_n_f32(c2), u, t);
+  u = vfmaq_f32(vdupq_n_f32(c1), u, t);
+  return vfmaq_f32(vdupq_n_f32(1.0f), u, t);
+}
+
 SA_NEON_INLINE float32x4_t sa_neon_exp_poly(float32x4_t x) {
   const float32x4_t log2e = vdupq_n_f32(1.44269504088896341f);
   const float32x4_t ln2_hi = vdupq_n_f32(0.693359375f);
@@ -52,13 +66,7 @@ SA_NEON_INLINE float32x4_t sa_neon_exp_poly(float32x4_t x) {
   float32x4_t nf = vcvtq_f32_s32(n);
   float32x4_t r = vfmsq_f32(xc, nf, ln2_hi);
   r = vfmsq_f32(r, nf, ln2_lo);
-  float32x4_t u = vdupq_n_f32(SA_EXP_C6);
-  u = vfmaq_f32(vdupq_n_f32(SA_EXP_C5), u, r);
-  u = vfmaq_f32(vdupq_n_f32(SA_EXP_C4), u, r);
-  u = vfmaq_f32(vdupq_n_f32(SA_EXP_C3), u, r);
-  u = vfmaq_f32(vdupq_n_f32(SA_EXP_C2), u, r);
-  u = vfmaq_f32(vdupq_n_f32(1.0f), u, r);
-  return sa_neon_exp_scale(vfmaq_f32(vdupq_n_f32(1.0f), u, r), n, under);
+  return sa_neon_exp_scale(sa_neon_exp_series(r, SA_EXP_SERIES), n, under);
 }
 
 /* 2^x with exp's flush and saturation (x < -126: 0; above 127 clamped
@@ -71,13 +79,7 @@ SA_NEON_INLINE float32x4_t sa_neon_exp2_poly(float32x4_t x) {
   float32x4_t xc = vmaxq_f32(vminq_f32(x, hi), lo);
   int32x4_t n = vcvtnq_s32_f32(xc);
   float32x4_t f = vsubq_f32(xc, vcvtq_f32_s32(n));
-  float32x4_t u = vdupq_n_f32(SA_EXP2_C6);
-  u = vfmaq_f32(vdupq_n_f32(SA_EXP2_C5), u, f);
-  u = vfmaq_f32(vdupq_n_f32(SA_EXP2_C4), u, f);
-  u = vfmaq_f32(vdupq_n_f32(SA_EXP2_C3), u, f);
-  u = vfmaq_f32(vdupq_n_f32(SA_EXP2_C2), u, f);
-  u = vfmaq_f32(vdupq_n_f32(SA_EXP2_C1), u, f);
-  return sa_neon_exp_scale(vfmaq_f32(vdupq_n_f32(1.0f), u, f), n, under);
+  return sa_neon_exp_scale(sa_neon_exp_series(f, SA_EXP2_SERIES), n, under);
 }
 
 #endif /* SA_NEON_EXP_POLY_H */
