@@ -19,7 +19,7 @@
  * and names V's lines in that order 4 KiB ahead (kernels/prefetch.h), one
  * line a vector loaded; the later pairs find the sub-block in L2.
  *
- * Why pairs (0.12): until then 3-4 rows took a 4 x 4 tile (64 columns)
+ * Why pairs (0.11.1): until then 3-4 rows took a 4 x 4 tile (64 columns)
  * and 5-16 rows 8 x 2 (32), through 16-key sub-blocks: each sub-block's
  * rows were read a column block at a time, 64 or 128 bytes of every
  * 512-byte row, then the next column block, and the cursor named a line
