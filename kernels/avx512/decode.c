@@ -297,7 +297,7 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
 #define PASS(r, NV, i0)                                                        \
   sums(t, r, NV, nc, p + (i0)*CHUNK, v, c0, cn, alpha + (i0), o + (i0)*ldo,    \
        ldo, pf, st)
-  if (t == SA_F32 && m > 2) {
+  if (t == SA_F32 || m <= 2) { /* row pairs of 128 columns */
     for (size_t c0 = 0; c0 < dv; c0 += 128) {
       size_t cn = dv - c0 < 128 ? dv - c0 : 128;
       for (size_t i0 = 0; i0 < m; i0 += 2) {
@@ -307,15 +307,6 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
         else
           PASS(1, 8, i0);
       }
-    }
-  } else if (m <= 2) {
-    for (size_t c0 = 0; c0 < dv; c0 += 128) {
-      size_t cn = dv - c0 < 128 ? dv - c0 : 128;
-      int pf = c0 == 0;
-      if (m == 2)
-        PASS(2, 8, 0);
-      else
-        PASS(1, 8, 0);
     }
   } else if (m <= 4) {
     for (size_t c0 = 0; c0 < dv; c0 += 64) {
