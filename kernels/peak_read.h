@@ -14,26 +14,20 @@
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 
 static inline __attribute__((always_inline)) void
 sa_peak_read_prefetch(const char *t, size_t every, int l2) {
   if (every <= 64) {
     for (size_t l = 0; l < SA_PEAK_READ_BLOCK; l += 64)
-      if (l2)
-        __builtin_prefetch(t + l, 0, 2);
-      else
-        __builtin_prefetch(t + l, 0, 3);
+      sa_prefetch_line(t + l, l2);
     return;
   }
   /* one test a block, not one a line: the loop is that tight */
   const char *x = (const char *)(((uintptr_t)t + SA_PEAK_READ_BLOCK - 1) &
                                  ~(uintptr_t)(every - 1));
-  if (x >= t) {
-    if (l2)
-      __builtin_prefetch(x, 0, 2);
-    else
-      __builtin_prefetch(x, 0, 3);
-  }
+  if (x >= t)
+    sa_prefetch_line(x, l2);
 }
 
 /* The probes' loop, one body for every ISA (kernels.h has the way's

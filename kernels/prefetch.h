@@ -99,6 +99,16 @@ static inline void sa_prefetcher_raise(sa_prefetcher *pf, size_t row) {
     sa_prefetcher_seek(pf, row);
 }
 
+/* Name the line at x into every cache level, or (l2) into L2 and out: the
+ * builtin wants its locality as a constant. */
+static inline __attribute__((always_inline)) void
+sa_prefetch_line(const void *x, int l2) {
+  if (l2)
+    __builtin_prefetch(x, 0, 2);
+  else
+    __builtin_prefetch(x, 0, 3);
+}
+
 /* Called with each line x a cursor with pages ahead names: when x is a
  * page's first line, name the line SA_PREFETCH_FAR bytes on if it lies in
  * a row (a division per page, not per line). */
@@ -110,10 +120,7 @@ sa_prefetch_far(sa_prefetcher *pf, const char *x, int l2) {
   size_t row = off / pf->ld;
   if (row >= pf->n || off - row * pf->ld >= pf->bytes)
     return;
-  if (l2)
-    __builtin_prefetch(pf->base + off, 0, 2);
-  else
-    __builtin_prefetch(pf->base + off, 0, 3);
+  sa_prefetch_line(pf->base + off, l2);
 }
 
 /* Name the cursor's next line unless it has reached row `limit`; into
@@ -125,10 +132,7 @@ sa_prefetch_next(sa_prefetcher *pf, size_t limit, int l2, int pages) {
     return;
   if (pages)
     sa_prefetch_far(pf, pf->line, l2);
-  if (l2)
-    __builtin_prefetch(pf->line, 0, 2);
-  else
-    __builtin_prefetch(pf->line, 0, 3);
+  sa_prefetch_line(pf->line, l2);
   pf->line += 64;
   if (pf->line >= pf->end)
     sa_prefetcher_seek(pf, pf->row + 1);
@@ -140,10 +144,7 @@ static inline __attribute__((always_inline)) void
 sa_prefetch_until(sa_prefetcher *pf, size_t limit, int l2) {
   while (pf->line && pf->row < limit) {
     for (const char *x = pf->line; x < pf->end; x += 64)
-      if (l2)
-        __builtin_prefetch(x, 0, 2);
-      else
-        __builtin_prefetch(x, 0, 3);
+      sa_prefetch_line(x, l2);
     sa_prefetcher_seek(pf, pf->row + 1);
   }
 }
