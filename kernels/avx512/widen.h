@@ -8,6 +8,10 @@
  * f16 and bf16 as one vector of 32 halves, q8_0 as one block. Lanes past a
  * short tail are loaded masked (neither read nor faulted) and come back 0.
  *
+ * bf16 also comes as evens and odds (sa_widen32_bf16_eo): two operations
+ * for 32 values, none crossing lanes, for kernels that can keep their
+ * other operand (Q, or the sums) in that order.
+ *
  * Signalling NaNs are not quietened here: every use is an arithmetic
  * operation, which quietens them (the conversions to f32 do it themselves).
  */
@@ -49,6 +53,18 @@ static inline __m512 sa_widen_bf16(__m256i h) {
 /* The f16 scale of a q8_0 block in all 16 lanes. */
 static inline __m512 sa_q8_0_scale(const sa_block_q8_0 *b) {
   return _mm512_cvtph_ps(_mm256_set1_epi16((short)b->scale));
+}
+
+/* 32 bf16 values p .. p + 32 of row (r valid, the rest 0) widened as two
+ * vectors: the 16 at even positions and the 16 at odd ones. Two single
+ * operations, no lane crossing: the users keep their other operand in the
+ * same order. */
+static inline void sa_widen32_bf16_eo(const void *row, size_t p, size_t r,
+                                      __m512 *ev, __m512 *od) {
+  __m512i x = sa_load_h32((const uint16_t *)row + p, r);
+  *ev = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+  *od = _mm512_castsi512_ps(
+      _mm512_and_si512(x, _mm512_set1_epi32((int)0xffff0000u)));
 }
 
 /* Values 16 h .. 16 h + 15 of block b, times its scale: int8 * f16 needs at
