@@ -19,7 +19,9 @@
  * Per chunk, as the contract's composition does:
  *  - dots: DM rows x DN keys of vector accumulators over d, K read as it
  *    lies, 32 values a step widened once (f16 / bf16 / q8_0, widen.h) for
- *    every row; one transposed reduction stores the DM x DN scores.
+ *    every row; one transposed reduction stores the DM x DN scores. bf16
+ *    K is widened as evens and odds against Q's rows copied once per call
+ *    in that order, as score_t.c's dots (which say why).
  *  - softmax step per row on the chunk's scores in L1: max, exp, sum, and
  *    alpha = exp(mx - new).
  *  - value sums: rows x columns register tiles chosen by m so that one
@@ -33,7 +35,9 @@
  *    1.04-1.14x); narrow V keeps the wide tiles, which widen a row once for
  *    four or eight rows, where pairs would widen it once a pair. The sums
  *    start at 0, and o = alpha * o + sum at the store, as wsum's beta: the
- *    running o never absorbs a chunk's terms one at a time.
+ *    running o never absorbs a chunk's terms one at a time. bf16 V is
+ *    widened as evens and odds and its sums put back in column order at
+ *    the store, as wsum_t.c's.
  *
  * Tails: keys of a short last group re-read the group's first key and are
  * left out of the score store; d and dv past their ends are read masked
@@ -150,7 +154,7 @@ AI void load32(sa_dtype t, const char *row, size_t p, size_t rem, __m512 *lo,
 
 AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
              const char *const *kr, float *s, size_t lds, size_t nk,
-             float scale) {
+             float scale, int eo) {
   __m512 acc[DM][DN];
 #pragma GCC unroll 4
   for (size_t r = 0; r < mr; r++)
@@ -160,11 +164,14 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
     size_t rem = d - p;
     __m512 b[DN][2];
     for (size_t c = 0; c < DN; c++)
-      load32(t, kr[c], p, rem, &b[c][0], &b[c][1]);
+      if (eo)
+        sa_widen32_bf16_eo(kr[c], p, rem, &b[c][0], &b[c][1]);
+      else
+        load32(t, kr[c], p, rem, &b[c][0], &b[c][1]);
 #pragma GCC unroll 4
     for (size_t r = 0; r < mr; r++) {
-      __m512 a0, a1;
-      load32(SA_F32, (const char *)(q + r * ldq), p, rem, &a0, &a1);
+      __m512 a0, a1; /* eo: Q's copy holds whole steps */
+      load32(SA_F32, (const char *)(q + r * ldq), p, eo ? 32 : rem, &a0, &a1);
       for (size_t c = 0; c < DN; c++) {
         acc[r][c] = _mm512_fmadd_ps(a0, b[c][0], acc[r][c]);
         acc[r][c] = _mm512_fmadd_ps(a1, b[c][1], acc[r][c]);
@@ -177,7 +184,7 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
 /* The chunk's scores, s[i][0..nc) for every row, K rows at st->k[j]; the
  * stream is prefetched meanwhile, a row per key. */
 AI void chunk_dots(sa_dtype t, size_t m, size_t d, const float *q, size_t ldq,
-                   const stream_ahead *st, float scale, float *s) {
+                   const stream_ahead *st, float scale, float *s, int eo) {
   const size_t nc = st->nc;
   const void *const *k = st->k;
   for (size_t j0 = 0; j0 < nc; j0 += DN) {
@@ -189,7 +196,12 @@ AI void chunk_dots(sa_dtype t, size_t m, size_t d, const float *q, size_t ldq,
       prefetch_ahead(st, j0 + c);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
 #define DOTS(r)                                                                \
-  dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, CHUNK, nk, scale)
+  if (eo)                                                                      \
+    dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, CHUNK, nk,       \
+         scale, 1);                                                            \
+  else                                                                         \
+    dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, CHUNK, nk,       \
+         scale, 0)
       SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
 #undef DOTS
     }
@@ -259,7 +271,9 @@ AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
 #pragma GCC unroll 4
     for (size_t g = 0; g < NV / 2; g++) {
       size_t at = 32 * g;
-      if (at < cn)
+      if (at < cn && t == SA_BF16)
+        sa_widen32_bf16_eo(v[j], c0 + at, cn - at, &b[2 * g], &b[2 * g + 1]);
+      else if (at < cn)
         load32(t, v[j], c0 + at, cn - at, &b[2 * g], &b[2 * g + 1]);
       else
         b[2 * g] = b[2 * g + 1] = _mm512_setzero_ps();
@@ -272,6 +286,10 @@ AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
         acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
     }
   }
+  /* bf16's sums, as evens and odds, in column order */
+  for (size_t r = 0; t == SA_BF16 && r < mr; r++)
+    for (size_t c = 0; c < NV; c += 2)
+      sa_bf16_eo_columns(&acc[r][c], &acc[r][c + 1]);
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++) {
     __m512 ar = _mm512_set1_ps(alpha[r]);
@@ -357,6 +375,9 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
   ahead = ahead < 4 ? 4 : ahead > ch ? ch : ahead;
   size_t far = wide ? FAR / rowb : 0;
   far = far > ch ? ch : far;
+  /* bf16 K: Q's rows as evens and odds (widen.h), if they fit */
+  _Alignas(64) float qe[SA_BF16_EO_FLOATS];
+  const int eo = kt == SA_BF16 && sa_bf16_eo_q(m, d, &q, &ldq, qe);
   const void *const *kr = sa_decode_rows_at(k, 0, n < ch ? n : ch, kbuf[0]);
   for (size_t j0 = 0, b = 0; j0 < n; j0 += ch, b ^= 1) {
     size_t nc = n - j0 < ch ? n - j0 : ch;
@@ -364,7 +385,7 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
     const void *const *vr = sa_decode_rows_at(v, j0, nc, vbuf);
     const void *const *kn = sa_decode_rows_at(k, j0 + nc, nk, kbuf[b ^ 1]);
     const stream_ahead st = {kr, vr, kn, nc, nk, krow, vrow, ahead, far};
-    chunk_dots(kt, m, d, q, ldq, &st, scale, s);
+    chunk_dots(kt, m, d, q, ldq, &st, scale, s, eo);
     for (size_t i = 0; i < m; i++)
       online_row(s + i * CHUNK, nc, &mx[i], &l[i], &alpha[i], exp16);
     chunk_sums(vt, m, nc, dv, s, vr, alpha, o, ldo, &st);

@@ -21,10 +21,10 @@
  *
  * bf16 dots (0.11.2) widen each line as its 16 even and 16 odd values, a
  * shift and an AND (widen.h), against Q's rows copied once per call in
- * that order (evens, then odds, of each 32 values; up to EO_FLOATS of
- * them, else bf16 widens by zero-extension as before): the same products
- * summed in another order, within the same bound. Zero-extension took an
- * extract, two lane-crossing vpmovzxwd and two shifts a line. One Zen 4
+ * that order (evens, then odds, of each 32 values; up to
+ * SA_BF16_EO_FLOATS floats, else zero-extension as before): the same
+ * products summed in another order, within the same bound. Zero-extension took
+ * an extract, two lane-crossing vpmovzxwd and two shifts a line. One Zen 4
  * core, m 4, d 128, keys from L2: 1.06x as fast; with wsum_t's the same,
  * bf16 KV decode (h32/kv8) 1.07-1.09x.
  *
@@ -161,28 +161,6 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
   sa_dots_store(mr, acc, scale, s, lds, nk);
 }
 
-enum { EO_FLOATS = 2048 }; /* Q in evens-then-odds order: 8 KiB of stack */
-
-/* q's rows with each 32 values as their 16 evens, then their 16 odds, d
- * padded with zeros to ldqe (a multiple of 32). */
-AI void deinterleave_q(size_t m, size_t d, const float *q, size_t ldq,
-                       float *qe, size_t ldqe) {
-  const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12,
-                                      10, 8, 6, 4, 2, 0);
-  const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
-  for (size_t r = 0; r < m; r++)
-    for (size_t p = 0; p < ldqe; p += 32) {
-      size_t rem = d > p ? d - p : 0;
-      const float *qr = q + r * ldq + p;
-      __m512 a0 = _mm512_maskz_loadu_ps(sa_mask16(rem), qr);
-      __m512 a1 =
-          _mm512_maskz_loadu_ps(sa_mask16(rem > 16 ? rem - 16 : 0), qr + 16);
-      _mm512_store_ps(qe + r * ldqe + p, _mm512_permutex2var_ps(a0, ie, a1));
-      _mm512_store_ps(qe + r * ldqe + p + 16,
-                      _mm512_permutex2var_ps(a0, io, a1));
-    }
-}
-
 /* Keys in blocks of DN, each block against every row in blocks of DM; the
  * cursor names each block's rows 4 KiB of rows ahead before the block. */
 AI void score_dots(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
@@ -194,14 +172,8 @@ AI void score_dots(sa_dtype t, size_t m, size_t n, size_t d, const float *q,
   const size_t rowb = sa_widen_offset(t, d);
   const size_t ahead = sa_prefetch_rows_ahead(rowb, 4096);
   sa_prefetcher pf = sa_prefetcher_at(kb, ldkb, rowb, n, ahead);
-  _Alignas(64) float qe[EO_FLOATS];
-  const size_t ldqe = (d + 31) / 32 * 32;
-  const int eo = t == SA_BF16 && m * ldqe <= EO_FLOATS;
-  if (eo) {
-    deinterleave_q(m, d, q, ldq, qe, ldqe);
-    q = qe;
-    ldq = ldqe;
-  }
+  _Alignas(64) float qe[SA_BF16_EO_FLOATS];
+  const int eo = t == SA_BF16 && sa_bf16_eo_q(m, d, &q, &ldq, qe);
   for (size_t j0 = 0; j0 < n; j0 += DN) {
     size_t nk = n - j0 < DN ? n - j0 : DN;
     const char *kr[DN];

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/avx512/util.h"
 #include "simdattn.h"
 
 /* Lanes [0, r) of a 32-lane (16-bit element) vector; all once r >= 32. */
@@ -65,6 +66,55 @@ static inline void sa_widen32_bf16_eo(const void *row, size_t p, size_t r,
   *ev = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
   *od = _mm512_castsi512_ps(
       _mm512_and_si512(x, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+/* Two vectors of sums in that order (ev: columns 0, 2, .., 30; od: 1, 3,
+ * .., 31) back in column order, in place. */
+static inline void sa_bf16_eo_columns(__m512 *ev, __m512 *od) {
+  const __m512i lo =
+      _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+  __m512 e = *ev, o = *od;
+  *ev = _mm512_permutex2var_ps(e, lo, o);
+  *od = _mm512_permutex2var_ps(e, hi, o);
+}
+
+/* Most floats of Q a kernel copies in that order (8 KiB of its stack). */
+enum { SA_BF16_EO_FLOATS = 2048 };
+
+/* Rows [0, m) of q (ldq apart, d values) into qe (ldqe apart, ldqe a
+ * multiple of 32), each 32 values as their 16 evens, then their 16 odds,
+ * the values past d 0. */
+static inline void sa_bf16_eo_rows(size_t m, size_t d, const float *q,
+                                   size_t ldq, float *qe, size_t ldqe) {
+  const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12,
+                                      10, 8, 6, 4, 2, 0);
+  const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+  for (size_t r = 0; r < m; r++)
+    for (size_t p = 0; p < ldqe; p += 32) {
+      size_t rem = d > p ? d - p : 0;
+      const float *qr = q + r * ldq + p;
+      __m512 a0 = _mm512_maskz_loadu_ps(sa_mask16(rem), qr);
+      __m512 a1 =
+          _mm512_maskz_loadu_ps(sa_mask16(rem > 16 ? rem - 16 : 0), qr + 16);
+      _mm512_store_ps(qe + r * ldqe + p, _mm512_permutex2var_ps(a0, ie, a1));
+      _mm512_store_ps(qe + r * ldqe + p + 16,
+                      _mm512_permutex2var_ps(a0, io, a1));
+    }
+}
+
+/* For bf16 dots: if Q's m rows of d values fit in qe (SA_BF16_EO_FLOATS),
+ * copies them there as evens and odds, points *q and *ldq at the copy
+ * (its rows whole 32-value steps, 0 past d) and returns 1; else 0. */
+static inline int sa_bf16_eo_q(size_t m, size_t d, const float **q, size_t *ldq,
+                               float *qe) {
+  const size_t ldqe = (d + 31) / 32 * 32;
+  if (m * ldqe > SA_BF16_EO_FLOATS)
+    return 0;
+  sa_bf16_eo_rows(m, d, *q, *ldq, qe, ldqe);
+  *q = qe;
+  *ldq = ldqe;
+  return 1;
 }
 
 /* Values 16 h .. 16 h + 15 of block b, times its scale: int8 * f16 needs at

@@ -105,21 +105,6 @@ AI void key(sa_dtype t, size_t mr, size_t nv, const float *p, size_t ldp,
   }
 }
 
-/* bf16's sums come in evens-then-odds order (widen.h) and are parked so;
- * each pair of vectors goes back to column order for the output. */
-AI void interleave_eo(size_t mr, size_t nv, __m512 acc[MR][SA_WSUM_NV]) {
-  const __m512i lo =
-      _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
-#pragma GCC unroll 8
-  for (size_t r = 0; r < mr; r++)
-    for (size_t c = 0; c < nv; c += 2) {
-      __m512 ev = acc[r][c], od = acc[r][c + 1];
-      acc[r][c] = _mm512_permutex2var_ps(ev, lo, od);
-      acc[r][c + 1] = _mm512_permutex2var_ps(ev, hi, od);
-    }
-}
-
 /* Columns c0 .. c0 + cn of a group (key's rule for nv and cn), of mr rows
  * over keys [0, n) of a sub-block, V rows ldvb bytes apart from v (the
  * group's first unit), o at the group's column c0; pf (if any) names nv / 2
@@ -154,8 +139,10 @@ AI void tile(sa_dtype t, size_t mr, size_t nv, size_t n, const float *p,
   else
     for (size_t j = 0; j < n; j++)
       key(t, mr, nv, p + j, ldp, v + j * ldvb, c0, cn, acc);
-  if (t == SA_BF16 && e.last)
-    interleave_eo(mr, nv, acc);
+  /* bf16's sums, kept and parked as evens and odds, in column order */
+  for (size_t r = 0; t == SA_BF16 && e.last && r < mr; r++)
+    for (size_t c = 0; c < nv; c += 2)
+      sa_bf16_eo_columns(&acc[r][c], &acc[r][c + 1]);
   sa_wsum_end(mr, nv, km, e, beta, o, ldo, acc);
 }
 
