@@ -134,12 +134,12 @@ AI void prefetch_ahead(const stream_ahead *st, size_t x) {
 }
 
 /* Values p .. p + 32 of a row of type t, rem of them valid (q8_0: p a
- * multiple of 32 and rem >= 32), widened into lo and hi; lanes past rem
- * are 0 and not read. */
-AI void load32(sa_dtype t, const char *row, size_t p, size_t rem, __m512 *lo,
-               __m512 *hi) {
+ * multiple of 32 and rem >= 32), widened into lo and hi (bf16 with eo: as
+ * evens and odds, widen.h); lanes past rem are 0 and not read. */
+AI void load32(sa_dtype t, int eo, const char *row, size_t p, size_t rem,
+               __m512 *lo, __m512 *hi) {
   if (t != SA_F32) {
-    sa_widen32(t, row, p, rem, lo, hi);
+    sa_widen32_eo(t, eo, row, p, rem, lo, hi);
     return;
   }
   const float *x = (const float *)row + p;
@@ -164,14 +164,12 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
     size_t rem = d - p;
     __m512 b[DN][2];
     for (size_t c = 0; c < DN; c++)
-      if (eo)
-        sa_widen32_bf16_eo(kr[c], p, rem, &b[c][0], &b[c][1]);
-      else
-        load32(t, kr[c], p, rem, &b[c][0], &b[c][1]);
+      load32(t, eo, kr[c], p, rem, &b[c][0], &b[c][1]);
 #pragma GCC unroll 4
     for (size_t r = 0; r < mr; r++) {
       __m512 a0, a1; /* eo: Q's copy holds whole steps */
-      load32(SA_F32, (const char *)(q + r * ldq), p, eo ? 32 : rem, &a0, &a1);
+      load32(SA_F32, 0, (const char *)(q + r * ldq), p, eo ? 32 : rem, &a0,
+             &a1);
       for (size_t c = 0; c < DN; c++) {
         acc[r][c] = _mm512_fmadd_ps(a0, b[c][0], acc[r][c]);
         acc[r][c] = _mm512_fmadd_ps(a1, b[c][1], acc[r][c]);
@@ -271,10 +269,8 @@ AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
 #pragma GCC unroll 4
     for (size_t g = 0; g < NV / 2; g++) {
       size_t at = 32 * g;
-      if (at < cn && t == SA_BF16)
-        sa_widen32_bf16_eo(v[j], c0 + at, cn - at, &b[2 * g], &b[2 * g + 1]);
-      else if (at < cn)
-        load32(t, v[j], c0 + at, cn - at, &b[2 * g], &b[2 * g + 1]);
+      if (at < cn)
+        load32(t, 1, v[j], c0 + at, cn - at, &b[2 * g], &b[2 * g + 1]);
       else
         b[2 * g] = b[2 * g + 1] = _mm512_setzero_ps();
     }

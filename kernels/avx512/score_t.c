@@ -143,19 +143,13 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
   for (; p + 32 <= d; p += 32) {
     __m512 b[DN][2];
     for (size_t c = 0; c < DN; c++)
-      if (eo)
-        sa_widen32_bf16_eo(kr[c], p, 32, &b[c][0], &b[c][1]);
-      else
-        sa_widen32(t, kr[c], p, 32, &b[c][0], &b[c][1]);
+      sa_widen32_eo(t, eo, kr[c], p, 32, &b[c][0], &b[c][1]);
     dots_step(mr, q, ldq, p, 32, b, acc);
   }
   if (p < d) {
     __m512 b[DN][2];
     for (size_t c = 0; c < DN; c++)
-      if (eo)
-        sa_widen32_bf16_eo(kr[c], p, d - p, &b[c][0], &b[c][1]);
-      else
-        sa_widen32(t, kr[c], p, d - p, &b[c][0], &b[c][1]);
+      sa_widen32_eo(t, eo, kr[c], p, d - p, &b[c][0], &b[c][1]);
     dots_step(mr, q, ldq, p, eo ? 32 : d - p, b, acc);
   }
   sa_dots_store(mr, acc, scale, s, lds, nk);

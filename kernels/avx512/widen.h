@@ -149,6 +149,17 @@ sa_widen32(sa_dtype t, const void *row, size_t p, size_t r, __m512 *lo,
   }
 }
 
+/* sa_widen32, or with eo (a constant at every call) bf16 as evens and
+ * odds (sa_widen32_bf16_eo); eo means nothing to the other types. */
+static inline __attribute__((always_inline)) void
+sa_widen32_eo(sa_dtype t, int eo, const void *row, size_t p, size_t r,
+              __m512 *lo, __m512 *hi) {
+  if (t == SA_BF16 && eo)
+    sa_widen32_bf16_eo(row, p, r, lo, hi);
+  else
+    sa_widen32(t, row, p, r, lo, hi);
+}
+
 /* 16 values of type t starting at value p of `row`, r of them valid (q8_0:
  * p a multiple of 16, r = 16). */
 static inline __attribute__((always_inline)) __m512

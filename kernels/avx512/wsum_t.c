@@ -91,12 +91,8 @@ AI void key(sa_dtype t, size_t mr, size_t nv, const float *p, size_t ldp,
             const char *row, size_t c0, size_t cn, __m512 acc[MR][SA_WSUM_NV]) {
   __m512 b[SA_WSUM_NV];
   for (size_t h = 0; h < nv / 2; h++)
-    if (t == SA_BF16)
-      sa_widen32_bf16_eo(row, c0 + 32 * h, nv == 2 ? cn : 32, &b[2 * h],
-                         &b[2 * h + 1]);
-    else
-      sa_widen32(t, row, c0 + 32 * h, nv == 2 ? cn : 32, &b[2 * h],
-                 &b[2 * h + 1]);
+    sa_widen32_eo(t, 1, row, c0 + 32 * h, nv == 2 ? cn : 32, &b[2 * h],
+                  &b[2 * h + 1]);
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++) {
     __m512 a = _mm512_set1_ps(p[r * ldp]);
