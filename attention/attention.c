@@ -28,11 +28,12 @@ typedef struct job {
   sa_scratch *scratch;
   const void *q, *k, *v;
   void *o;
-  size_t nqb;    /* query blocks (or head groups) per (batch, head) */
-  size_t nheads; /* heads the tiles are enumerated over */
-  int stacked;   /* decode: rows are query heads of one KV group */
-  size_t parts;  /* split-KV: key parts per tile (1: no split) */
-  float *split;  /* parts' results: per task, block_q rows of dim_v + 1 */
+  size_t nqb;      /* query blocks (or head groups) per (batch, head) */
+  size_t nheads;   /* heads the tiles are enumerated over */
+  int stacked;     /* decode: rows are query heads of one KV group */
+  size_t parts;    /* split-KV: key parts per tile (1: no split) */
+  float *split;    /* parts' results: per task, block_q rows of dim_v + 1 */
+  size_t together; /* tiles a task runs together (1: one) */
 } job;
 
 /* Tile number `tile` of job j: the query blocks of one (batch, head) are
@@ -120,6 +121,13 @@ static void run_tile(void *arg, size_t task, int worker) {
   const sa_plan *p = j->p;
   sa_scratch *ws = &j->scratch[worker];
   sa_tile_io t;
+  if (j->together > 1) {
+    sa_tile_io ts[SA_TOGETHER_MAX];
+    for (size_t g = 0; g < j->together; g++)
+      tile_of(j, task * j->together + g, &ts[g]);
+    sa_tiles_fused_decode(j->ks, p, ts, j->together, ws);
+    return;
+  }
   tile_of(j, task / j->parts, &t);
   if (t.m == 0)
     return;
@@ -205,10 +213,23 @@ static size_t split_parts(const sa_plan *p, size_t ntiles) {
   return parts < most ? parts : most > 1 ? most : 1;
 }
 
-/* Every worker's scratch big enough for the plan: grown (and kept) in our
- * own memory, or checked against its share of the caller's workspace. */
+/* How many of a sequence's tiles (consecutive: its heads) a task runs
+ * together: as many as may, halved while that leaves fewer than two tasks
+ * a worker. The grouping never changes a tile's results (internal.h), so it
+ * may follow the thread count. */
+static size_t together(const sa_plan *p, const job *j, size_t ntiles,
+                       size_t workers) {
+  if (j->parts > 1 || p->algorithm != SA_ALGO_FUSED || !j->ks ||
+      !sa_fused_together(j->ks, p))
+    return 1;
+  size_t g = j->nheads * j->nqb;
+  while (g % 2 == 0 && (g > SA_TOGETHER_MAX || ntiles / g < 2 * workers))
+    g /= 2;
+  return g <= SA_TOGETHER_MAX ? g : 1;
+}
+
 /* How the call is cut into tasks, and the split-KV buffer it needs. */
-static void tiling(const sa_plan *p, job *j, size_t *ntiles,
+static void tiling(const sa_plan *p, job *j, size_t workers, size_t *ntiles,
                    size_t *split_floats) {
   j->stacked = p->len_q == 1 && p->group > 1;
   if (j->stacked) {
@@ -221,6 +242,7 @@ static void tiling(const sa_plan *p, job *j, size_t *ntiles,
   /* cannot overflow: each factor is at most the extent of O's rows */
   *ntiles = p->batch * j->nheads * j->nqb;
   j->parts = split_parts(p, *ntiles);
+  j->together = together(p, j, *ntiles, workers);
   /* small: fewer than SA_SPLIT_TILES tiles, at most that many parts */
   *split_floats =
       j->parts > 1 ? *ntiles * j->parts * p->block_q * (p->dim_v + 2) : 0;
@@ -229,6 +251,8 @@ static void tiling(const sa_plan *p, job *j, size_t *ntiles,
 /* Every worker's scratch big enough for the plan, and the split-KV buffer:
  * grown (and kept) in our own memory, or carved from the caller's
  * workspace (the workers' shares, then the split buffer). */
+/* Every worker's scratch big enough for the plan: grown (and kept) in our
+ * own memory, or checked against its share of the caller's workspace. */
 static sa_status ensure_scratch(sa_context *ctx, const sa_plan *p,
                                 size_t split_floats, float **split) {
   if (ctx->workspace) {
@@ -301,8 +325,8 @@ sa_status sa_attention_workspace(const sa_context *ctx,
                          &p)))
     return st;
   size_t workers = ctx ? (size_t)ctx->nthreads : 1, ntiles, split_floats;
-  job j;
-  tiling(&p, &j, &ntiles, &split_floats);
+  job j = {.ks = ctx ? ctx->ks : NULL};
+  tiling(&p, &j, workers, &ntiles, &split_floats);
   /* each share is whole cache lines; 63 more for aligning the start */
   *bytes = workers * sa_scratch_bytes(p.scratch_floats, p.scratch_lens) +
            sa_round64(split_floats * sizeof(float)) + 63;
@@ -341,14 +365,14 @@ sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
       (st = sa_plan_memory(&p, q, k, v, o)) ||
       (st = plan_kernels(ctx->ks, &p)) || (st = sa_context_enter(ctx)))
     return st;
-  job j = {ctx->ks, &p, ctx->scratch, q, k, v, o, 0, 0, 0, 1, NULL};
+  job j = {ctx->ks, &p, ctx->scratch, q, k, v, o, 0, 0, 0, 1, NULL, 1};
   size_t ntiles, split_floats;
-  tiling(&p, &j, &ntiles, &split_floats);
+  tiling(&p, &j, (size_t)ctx->nthreads, &ntiles, &split_floats);
   if ((st = ensure_scratch(ctx, &p, split_floats, &j.split))) {
     sa_context_leave(ctx);
     return st;
   }
-  sa_pool_run(ctx->pool, ntiles * j.parts, run_tile, &j);
+  sa_pool_run(ctx->pool, ntiles * j.parts / j.together, run_tile, &j);
   if (j.parts > 1)
     sa_pool_run(ctx->pool, ntiles, merge_tile, &j);
   sa_context_leave(ctx);

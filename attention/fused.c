@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "attention/internal.h"
+#include "kernels/dtype.h"
 
 /* Paged keys from `key` on that share its page, at most `most` of them,
  * and where the first one's K and V rows are in the tile's KV head. */
@@ -96,6 +97,13 @@ static void rows_at(const sa_plan *p, const sa_tile_io *t, size_t j0, size_t nb,
   }
 }
 
+/* A paged cache finer than a key block, read through the set's
+ * decode_rows (for tiles of at most SA_DECODE_ROWS rows). */
+static int rows_listed(const sa_kernel_set *ks, const sa_plan *p) {
+  return ks->decode_rows && !p->mods && !p->scan && !p->q_direct && p->table &&
+         !sa_pages_in_place(p);
+}
+
 /* A block whose rows see keys [0, hib[i]) of it, hib not all equal (the
  * causal diagonal: each row one key further than the row before), in
  * groups of SA_DIAG_ROWS rows, each group's three kernels only over the
@@ -147,8 +155,7 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
    * would pay a gather per block, or three calls and a rescale per page).
    * On long contiguous blocks the three kernels stream K and V at least as
    * fast (docs/DESIGN.md, "The decode kernel"), so they keep those. */
-  const int dec = ks->decode_rows && m <= SA_DECODE_ROWS && !p->mods &&
-                  !p->scan && !p->q_direct && p->table && !sa_pages_in_place(p);
+  const int dec = m <= SA_DECODE_ROWS && rows_listed(ks, p);
   /* Scores are taken in log2 units: scale * log2(e) in score's epilogue,
    * and the online step's exp becomes exp2, whose range reduction is a
    * multiply and an FMA shorter. The softcap and ALiBi slopes scale with
@@ -219,4 +226,80 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
     first = 0;
   }
   sa_rows_finish(p, t, &r);
+}
+
+/* Decode (one query position a sequence) whose tiles would all take
+ * decode_rows, with Q and O f32 in the caller's buffers (no per-tile copy
+ * or staging in the worker's scratch, which holds one tile's). */
+int sa_fused_together(const sa_kernel_set *ks, const sa_plan *p) {
+  return rows_listed(ks, p) && p->len_q == 1 && p->block_q <= SA_DECODE_ROWS &&
+         !p->in_place && p->q_type == SA_F32 && p->o_type == SA_F32;
+}
+
+/* Pages hold every KV head's rows of their keys, one head after another
+ * ([pages, heads_kv, page_size, dim]). One tile at a time reads a
+ * sequence's pages a head-slice each (8 KiB of 64 at 16 keys, 8 heads, d
+ * 128, f32) and comes back to the same pages once per head, a whole
+ * sequence later; in turns of SA_TOGETHER_KEYS keys of every tile, a
+ * page's slices are all read within a few hundred KiB. Each call's first
+ * K rows are named before the call ahead of it, since a call's own
+ * prefetch starts at its rows. Tiles whose rows do not all see the same
+ * keys go one at a time (sa_tile_fused, which the turns equal bit for
+ * bit when they do). */
+void sa_tiles_fused_decode(const sa_kernel_set *ks, const sa_plan *p,
+                           const sa_tile_io *t, size_t nt, sa_scratch *ws) {
+  sa_rows r[SA_TOGETHER_MAX];
+  size_t idx[SA_TOGETHER_MAX][5 * SA_DECODE_ROWS];
+  float vals[SA_TOGETHER_MAX][5 * SA_DECODE_ROWS];
+  const void *kl[SA_TOGETHER_KEYS], *vl[SA_TOGETHER_KEYS];
+  int same = 1;
+  r[0].jlo = r[0].jhi = 0;
+  for (size_t g = 0; g < nt && same; g++) {
+    int partial = 0, left = 0;
+    same = t[g].m > 0 && t[g].m <= SA_DECODE_ROWS;
+    if (!same)
+      break;
+    sa_rows_start_in(p, &t[g], idx[g], vals[g], SA_DECODE_ROWS, 0, &r[g]);
+    same = r[g].jlo == r[0].jlo && r[g].jhi == r[0].jhi;
+    if (same && r[g].jlo < r[g].jhi)
+      sa_rows_block(p, &t[g], &r[g], r[g].jlo, r[g].jhi - r[g].jlo, &partial,
+                    &left);
+    same = same && !partial && !left;
+  }
+  if (!same) {
+    for (size_t g = 0; g < nt; g++)
+      if (t[g].m)
+        sa_tile_fused(ks, p, &t[g], ws);
+    return;
+  }
+  const size_t jlo = r[0].jlo, jhi = r[0].jhi;
+  for (size_t g = 0; g < nt && jlo < jhi; g++)
+    for (size_t i = 0; i < t[g].m; i++)
+      memset(t[g].o + i * t[g].ldo, 0, p->dim_v * sizeof(float));
+  const size_t krow = sa_dtype_row(p->k_type, p->dim_qk) * p->unit[1];
+  size_t ahead = 4096 / krow; /* rows: 4 KiB of K */
+  ahead = ahead < 1 ? 1 : ahead > 16 ? 16 : ahead;
+  for (size_t j0 = jlo; j0 < jhi; j0 += SA_TOGETHER_KEYS) {
+    size_t nb = jhi - j0 < SA_TOGETHER_KEYS ? jhi - j0 : SA_TOGETHER_KEYS;
+    for (size_t g = 0; g < nt; g++) {
+      /* the next call's first rows: the next tile's, or the first tile's
+       * next turn */
+      size_t gn = g + 1 < nt ? g + 1 : 0;
+      size_t jn = g + 1 < nt ? j0 : j0 + SA_TOGETHER_KEYS;
+      if (jn < jhi) {
+        const void *pk[16], *pv[16];
+        size_t np = jhi - jn < ahead ? jhi - jn : ahead;
+        rows_at(p, &t[gn], jn, np, pk, pv);
+        for (size_t x = 0; x < np; x++)
+          for (size_t b = 0; b < krow; b += 64)
+            __builtin_prefetch((const char *)pk[x] + b, 0, 2);
+      }
+      rows_at(p, &t[g], j0, nb, kl, vl);
+      ks->decode_rows(t[g].m, nb, p->dim_qk, p->dim_v, t[g].q, t[g].ldq, kl,
+                      p->k_type, vl, p->v_type, p->scale, r[g].mx, r[g].l,
+                      t[g].o, t[g].ldo);
+    }
+  }
+  for (size_t g = 0; g < nt; g++)
+    sa_rows_finish(p, &t[g], &r[g]);
 }

@@ -62,6 +62,15 @@ typedef struct sa_scratch {
  * (SA_DECODE_FEW_BLOCK_KV: parts as long as with 4 blocks of 1024). */
 #define SA_SPLIT_MIN_BLOCKS 4
 #define SA_SPLIT_MIN_KEYS 4096
+/* Paged decode: the tiles of one sequence (its KV heads) run together,
+ * SA_TOGETHER_KEYS keys of each in turn, so each page's heads are read
+ * close in time rather than one head's pages across the whole sequence
+ * (docs/DESIGN.md, "Heads together"). The keys a turn are a multiple of
+ * every set's decode chunk, so a tile's decode_rows calls chunk its keys
+ * as the one-tile path does and the output is the same bits whichever
+ * tiles share a task. */
+#define SA_TOGETHER_MAX 16
+#define SA_TOGETHER_KEYS 256
 
 struct sa_context {
   /* 0 while free, else the fork generation of the call running on it, + 1:
@@ -308,6 +317,12 @@ void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
                         const sa_tile_io *t, sa_scratch *ws);
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
                    const sa_tile_io *t, sa_scratch *ws);
+/* Whether decode's tiles may run together (sa_tiles_fused_decode). */
+int sa_fused_together(const sa_kernel_set *ks, const sa_plan *p);
+/* nt <= SA_TOGETHER_MAX tiles of one sequence, key turn by key turn; as
+ * sa_tile_fused on each, bit for bit. */
+void sa_tiles_fused_decode(const sa_kernel_set *ks, const sa_plan *p,
+                           const sa_tile_io *t, size_t nt, sa_scratch *ws);
 
 /* ---- what both tile drivers share (attention/rows.c) */
 
@@ -326,6 +341,11 @@ typedef struct sa_rows {
  * log2 units when log2 (the fused driver, unless an additive mask). */
 void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
                    int log2, sa_rows *r);
+
+/* The same in the caller's storage: idx 5 bq indices, vals 5 bq floats,
+ * bq >= t->m. */
+void sa_rows_start_in(const sa_plan *p, const sa_tile_io *t, size_t *idx,
+                      float *vals, size_t bq, int log2, sa_rows *r);
 
 /* For the key block [j0, j0 + nb): clips the ranges into lob/hib, marks
  * rows that keep a key there as seen; returns 0 when the masks remove the

@@ -57,13 +57,17 @@ static void clip_to_part(const sa_plan *p, const sa_tile_io *t, sa_rows *r) {
 
 void sa_rows_start(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
                    int log2, sa_rows *r) {
-  const size_t bq = p->block_q;
-  r->lo = ws->len;
+  sa_rows_start_in(p, t, ws->len, ws->buf + p->rowvals, p->block_q, log2, r);
+}
+
+void sa_rows_start_in(const sa_plan *p, const sa_tile_io *t, size_t *idx,
+                      float *vals, size_t bq, int log2, sa_rows *r) {
+  r->lo = idx;
   r->hi = r->lo + bq;
   r->lob = r->hi + bq;
   r->hib = r->lob + bq;
   r->seen = r->hib + bq;
-  r->mx = ws->buf + p->rowvals;
+  r->mx = vals;
   r->l = r->mx + bq;
   r->alpha = r->l + bq;
   r->slope = r->alpha + bq;
