@@ -251,8 +251,6 @@ static void tiling(const sa_plan *p, job *j, size_t workers, size_t *ntiles,
 /* Every worker's scratch big enough for the plan, and the split-KV buffer:
  * grown (and kept) in our own memory, or carved from the caller's
  * workspace (the workers' shares, then the split buffer). */
-/* Every worker's scratch big enough for the plan: grown (and kept) in our
- * own memory, or checked against its share of the caller's workspace. */
 static sa_status ensure_scratch(sa_context *ctx, const sa_plan *p,
                                 size_t split_floats, float **split) {
   if (ctx->workspace) {
