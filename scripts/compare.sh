@@ -6,10 +6,14 @@
 #   bench.md    the table printed here
 #   bench.png   GFLOP/s per variant and shape (gnuplot)
 #   bench-t2.*  the same for the second pass: the summary's multi-thread
-#               shapes (8-head prefill, causal, both decodes) on 2 threads
+#               shapes (8-head prefill, causal, both decodes) and the
+#               split-KV MQA decode on 2 threads
 #   summary.csv one line per (variant, algorithm, shape, threads) of the
 #               summary shapes, both passes (schema in README.md)
 #   limit.png   % of the measured peak / read bandwidth per summary shape
+#   serving.md  the serving-layout rows against their lines (paged and
+#               contiguous decode, varlen against separate and padded
+#               calls, split-KV on one thread and on the second pass's)
 #   accuracy.md, accuracy.csv  every set's error against double precision
 #               beside plain fp32 (bench/accuracy.c; `make accuracy` alone)
 # With --threads N (N > 1) there is one pass, on N threads, whose files are
@@ -80,18 +84,20 @@ slug=$("$bin" --sa_suite=$suite --sa_print=slug)
 [ -n "$slug" ] || { echo "compare: the bench binary gave no CPU name" >&2; exit 1; }
 [ -n "$out" ] || out=results/$slug
 sets=$("$bin" --sa_print=sets | tr '\n' ' ')
-# The second pass: the summary's multi-thread shapes (bench names; quick:
-# their small stand-ins), only after a one-thread first pass.
+# The second pass: the summary's multi-thread shapes and the split-KV MQA
+# decode (bench names; quick: their small stand-ins), only after a
+# one-thread first pass.
 if [ "$quick" = 1 ]; then
   mt_filter='^attn/[^/]+/[^/]+/(L256_d64_h2|L256_d64_h2_causal|decode_Lk1024_d64_h8kv2)(/|$)'
 else
-  mt_filter='^attn/[^/]+/[^/]+/(L2048_d128_h8|L2048_d128_h8_causal|decode_Lk4096_d128_h32kv8|decode_Lk4096_d128_h32kv32)(/|$)'
+  mt_filter='^attn/[^/]+/[^/]+/(L2048_d128_h8|L2048_d128_h8_causal|decode_Lk4096_d128_h32kv8|decode_Lk4096_d128_h32kv32|decode_Lk32768_d128_h32kv1)(/|$)'
 fi
 [ "$threads" -gt 1 ] && mt_threads=0
 # A failed run must not leave the previous run's files looking current.
 mkdir -p "$out"
 rm -f "$out"/bench*.json "$out"/bench*.csv "$out"/bench*.md "$out"/bench*.png \
-  "$out/summary.csv" "$out/limit.png" "$out/accuracy.md" "$out/accuracy.csv"
+  "$out/summary.csv" "$out/limit.png" "$out/serving.md" "$out/accuracy.md" \
+  "$out/accuracy.csv"
 start=$(date +%s)
 total_rows=0
 
@@ -239,6 +245,7 @@ if [ "$mt_threads" -gt 0 ]; then
     exit 1
   }
   files="$files, $out/summary.csv, $out/limit.png"
+  [ -f "$out/serving.md" ] && files="$files, $out/serving.md"
 fi
 elapsed=$(( $(date +%s) - start ))
 acc_flag=""

@@ -8,8 +8,9 @@
                                                             of one run
     tools/render.py --peak-flag bench.json                  --sa_peak=... from
                                                             the probe rows
-    tools/render.py --summary DIR bench.json bench-t2.json  DIR/summary.csv and
-                                                            DIR/limit.png
+    tools/render.py --summary DIR bench.json bench-t2.json  DIR/summary.csv,
+                                                            DIR/limit.png and
+                                                            DIR/serving.md
 
 One file per CPU (as `make compare` writes under results/<cpu>/) gives one
 column group per CPU in the tables, which is how results are published.
@@ -722,6 +723,73 @@ def write_limit_plot(png, runs, rows):
                         "graph 1, first 100 nohead lw 2 dt 2 lc rgb 'black'")
 
 
+# ----------------------------------------------------------------- serving
+
+# Issue-style checks on the serving-layout rows (the bench's names): the
+# row, what it is measured against, how ("time": the row's time over the
+# other's, lower is better; "speedup": the one-thread row's time over this
+# row's at the second pass's thread count), and the line it should meet.
+SERVING = [
+    ("paged decode, 16-key pages shuffled", "decode_b8_mixed_Lk4096_d128_h32kv8_page16",
+     "decode_b8_mixed_Lk4096_d128_h32kv8", "time", "≤ 1.10× the contiguous cache", 1.10),
+    ("paged decode, 256-key pages shuffled", "decode_b8_mixed_Lk4096_d128_h32kv8_page256",
+     "decode_b8_mixed_Lk4096_d128_h32kv8", "time", "≤ 1.10× the contiguous cache", 1.10),
+    ("varlen prefill, 8 sequences", "prefill_8seq_L100-2000_d128_h4_varlen",
+     "prefill_8seq_L100-2000_d128_h4_separate", "time", "≤ 1.10× separate calls", 1.10),
+    ("varlen prefill against padding", "prefill_8seq_L100-2000_d128_h4_varlen",
+     "prefill_8seq_L100-2000_d128_h4_padded", "time", "< 1× padded to the longest", 1.0),
+    ("split-KV MQA decode, Lk 32768", "decode_Lk32768_d128_h32kv1",
+     "decode_Lk32768_d128_h32kv1", "speedup", "≥ 1.8× one thread", 1.8),
+]
+
+
+def serving_markdown(runs, models):
+    """The serving-layout checks, fused rows of every timed set: a ratio per
+    (check, set) and whether it meets its line. Empty when the runs have none
+    of the rows (the quick suite)."""
+    one = [(run, m) for run, m in zip(runs, models) if run.threads == 1]
+    many = [(run, m) for run, m in zip(runs, models) if run.threads > 1]
+    if not one:
+        return ""
+    idx1 = {(r["set"], r["shape"]): r for r in one[0][1]
+            if r["kind"] == "attn" and r["op"] == "fused" and not r["error"]}
+    idxn = {(r["set"], r["shape"]): r for r in many[0][1]
+            if r["kind"] == "attn" and r["op"] == "fused" and not r["error"]} if many else {}
+    nt = many[0][0].threads if many else 0
+    sets = []
+    for (s, _shape) in idx1:
+        if s not in sets and s not in BASELINES:
+            sets.append(s)
+    rows = []
+    for what, row, other, how, line, limit in SERVING:
+        for s in sets:
+            a = idx1.get((s, row))
+            if how == "time":
+                b = idx1.get((s, other))
+                if not a or not b or not b["time"]:
+                    continue
+                ratio = a["time"] / b["time"]
+                ok = ratio <= limit if limit > 1.0 else ratio < limit
+                label = f"{sig(ratio)}× the time"
+            else:
+                b = idxn.get((s, other))
+                if not a or not b or not b["time"]:
+                    continue
+                ratio = a["time"] / b["time"]
+                ok = ratio >= limit
+                label = f"{sig(ratio)}× on {nt} threads"
+            rows.append([what, s, label, line, "yes" if ok else "**no**"])
+    if not rows:
+        return ""
+    L = ["# simdattn serving layouts", "",
+         f"{runs[0].label}: the serving rows of this run (fused, medians; the "
+         "one-thread pass, and for split-KV the one-thread row against the "
+         "same row of the multi-thread pass).", ""]
+    L += table(["check", "set", "measured", "target", "met"],
+               ["l", "l", "r", "l", "l"], rows)
+    return "\n".join(L).rstrip() + "\n"
+
+
 # ----------------------------------------------------------------- commands
 
 def merge(out, paths):
@@ -782,6 +850,15 @@ def main(argv=None):
         write_summary(os.path.join(a.summary, "summary.csv"), rows)
         ok = write_limit_plot(os.path.abspath(os.path.join(a.summary, "limit.png")),
                               runs, rows)
+        serving = serving_markdown(runs, models)
+        path = os.path.join(a.summary, "serving.md")
+        if serving:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(serving)
+            if not a.quiet:
+                sys.stdout.write("\n" + serving)
+        elif os.path.exists(path):
+            os.remove(path)  # not this run's
         return 0 if ok and rows else 1
     md = render_markdown(runs, models)
     if not a.quiet:
