@@ -116,30 +116,53 @@ static void store_rows(const sa_kernel_set *ks, const sa_plan *p,
     ks->from_f32[p->o_type](p->dim_v, rows + i * ld, out_row(p, t, i));
 }
 
+/* A narrow Q's tile rows widened into qs once: m x d values against
+ * m x n x d FMAs. */
+static void widen_q(const job *j, sa_tile_io *t, float *qs) {
+  const sa_plan *p = j->p;
+  for (size_t i = 0; i < t->m; i++)
+    j->ks->to_f32[p->q_type](p->dim_qk, sa_at(t->q, i * t->ldq, p->unit[0]),
+                             qs + i * p->dim_qk);
+  t->q = qs;
+  t->ldq = p->dim_qk;
+}
+
+/* A task of tiles that run together (sa_tiles_fused_decode): narrow Q
+ * rows widened and O rows staged per tile in the plan's room for them. */
+static void run_together(const job *j, size_t task, sa_scratch *ws) {
+  const sa_plan *p = j->p;
+  sa_tile_io ts[SA_TOGETHER_MAX], user[SA_TOGETHER_MAX];
+  for (size_t g = 0; g < j->together; g++) {
+    tile_of(j, task * j->together + g, &ts[g]);
+    user[g] = ts[g];
+    float *rows =
+        ws->buf + p->together + g * p->block_q * (p->dim_qk + p->dim_v);
+    if (p->q_type != SA_F32)
+      widen_q(j, &ts[g], rows);
+    if (p->o_type != SA_F32) {
+      ts[g].o = rows + p->block_q * p->dim_qk;
+      ts[g].ldo = p->dim_v;
+    }
+  }
+  sa_tiles_fused_decode(j->ks, p, ts, j->together, ws);
+  for (size_t g = 0; g < j->together && p->o_type != SA_F32; g++)
+    store_rows(j->ks, p, &user[g], ts[g].o, ts[g].ldo);
+}
+
 static void run_tile(void *arg, size_t task, int worker) {
   const job *j = arg;
   const sa_plan *p = j->p;
   sa_scratch *ws = &j->scratch[worker];
   sa_tile_io t;
   if (j->together > 1) {
-    sa_tile_io ts[SA_TOGETHER_MAX];
-    for (size_t g = 0; g < j->together; g++)
-      tile_of(j, task * j->together + g, &ts[g]);
-    sa_tiles_fused_decode(j->ks, p, ts, j->together, ws);
+    run_together(j, task, ws);
     return;
   }
   tile_of(j, task / j->parts, &t);
   if (t.m == 0)
     return;
-  if (p->q_type != SA_F32 && !p->q_direct) {
-    /* narrow Q widened once per tile: m x d values against m x n x d FMAs */
-    float *qs = ws->buf + p->qcopy;
-    for (size_t i = 0; i < t.m; i++)
-      j->ks->to_f32[p->q_type](p->dim_qk, sa_at(t.q, i * t.ldq, p->unit[0]),
-                               qs + i * p->dim_qk);
-    t.q = qs;
-    t.ldq = p->dim_qk;
-  }
+  if (p->q_type != SA_F32 && !p->q_direct)
+    widen_q(j, &t, ws->buf + p->qcopy);
   sa_tile_io user = t;
   if (j->parts == 1 && p->o_type != SA_F32) {
     t.o = ws->buf + p->ostage;

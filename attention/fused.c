@@ -229,11 +229,13 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
 }
 
 /* Decode (one query position a sequence) whose tiles would all take
- * decode_rows, with Q and O f32 in the caller's buffers (no per-tile copy
- * or staging in the worker's scratch, which holds one tile's). */
+ * decode_rows, Q and O f32 or the plan's room for every tile's widened Q
+ * and staged O (narrow), and O not Q (an f32 O would be zeroed over its
+ * queries before the last turn). */
 int sa_fused_together(const sa_kernel_set *ks, const sa_plan *p) {
   return rows_listed(ks, p) && p->len_q == 1 && p->block_q <= SA_DECODE_ROWS &&
-         !p->in_place && p->q_type == SA_F32 && p->o_type == SA_F32;
+         !p->in_place &&
+         ((p->q_type == SA_F32 && p->o_type == SA_F32) || p->together);
 }
 
 /* Pages hold every KV head's rows of their keys, one head after another

@@ -462,15 +462,23 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
     ov = mul_ov(p->block_kv, p->dim_qk + p->dim_v, &gkv) || /* f32: the most */
          mul_ov(p->list_keys, 2 * sizeof(void *) / sizeof(float), &glist);
   }
+  /* ...and when decode's tiles may run together (attention.c) with Q or O
+   * narrow, each tile's Q widened and O staged, as run_tile does for one */
+  size_t gtog = 0;
+  if (!ov && p->list_keys && p->len_q == 1 && p->block_q <= SA_DECODE_ROWS &&
+      (p->q_type != SA_F32 || p->o_type != SA_F32))
+    ov = mul_ov(SA_TOGETHER_MAX * p->block_q, p->dim_qk + p->dim_v, &gtog);
   if (ov || add_ov(p->gather, gadd, &p->kvgather) ||
       add_ov(p->kvgather, gbool, &p->kvgather) ||
       add_ov(p->kvgather, gkv, &p->rowlist) ||
       add_ov(p->rowlist, p->rowlist & 1, &p->rowlist) || /* even */
-      add_ov(p->rowlist, glist, &p->scratch_floats) ||
+      add_ov(p->rowlist, glist, &p->together) ||
+      add_ov(p->together, gtog, &p->scratch_floats) ||
       p->scratch_floats > (size_t)PTRDIFF_MAX / sizeof(float) / 2)
     return sa_fail(SA_ERR_OVERFLOW, "workspace of %zu x %zu floats overflows",
                    p->block_q, p->lds);
   p->rowvals = tile;
+  p->together = gtog ? p->together : 0;
   p->scratch_lens = 5 * p->block_q;
   p->in_place = 0;
   p->q_direct = 0;

@@ -15,8 +15,8 @@
  * f16 everything; bf16 everything, which takes score_bf16 where a set has
  * it; a bf16 O; mixed K and V types), on decode with GQA (split into parts),
  * causal prefill with odd sizes, cross-attention in [B, L, H, D] layout,
- * ragged batches, paged caches with shuffled 16-key pages, and O in place
- * of Q. Three-pass and fused; 1 and 3 threads must agree bit for bit.
+ * ragged batches, paged caches with shuffled 16-key pages (a decode batch
+ * among them whose KV heads run together), and O in place of Q. Three-pass and fused; 1 and 3 threads must agree bit for bit.
  */
 #include "kernels/dtype.h"
 #include "tests/reference.h"
@@ -292,6 +292,10 @@ static const spec specs[] = {
     {"cross blhd", 2, 2, 2, 7, 131, 32, 96, SA_MASK_NONE, BLHD, 0},
     {"ragged", 3, 4, 2, 9, 40, 64, 32, SA_MASK_CAUSAL_BOTTOM_RIGHT, RAGGED, 0},
     {"paged 16", 3, 4, 1, 2, 90, 64, 64, SA_MASK_CAUSAL_BOTTOM_RIGHT, PAGED, 0},
+    /* 64 tiles: a sequence's KV heads run together, 16 a task on one
+     * thread and 8 on three (narrow Q and O staged per tile) */
+    {"paged 16 decode batch", 4, 32, 16, 1, 300, 64, 64, SA_MASK_NONE, PAGED,
+     0},
     {"in place", 1, 3, 3, 20, 33, 64, 64, SA_MASK_NONE, DENSE, 1},
 };
 
