@@ -33,7 +33,8 @@ typedef struct job {
   int stacked;     /* decode: rows are query heads of one KV group */
   size_t parts;    /* split-KV: key parts per tile (1: no split) */
   float *split;    /* parts' results: per task, block_q rows of dim_v + 1 */
-  size_t together; /* tiles a task runs together (1: one) */
+  int turns;       /* decode in turns (sa_tiles_fused_decode) */
+  size_t together; /* tiles a task runs so (1: one) */
 } job;
 
 /* Tile number `tile` of job j: the query blocks of one (batch, head) are
@@ -154,7 +155,7 @@ static void run_tile(void *arg, size_t task, int worker) {
   const sa_plan *p = j->p;
   sa_scratch *ws = &j->scratch[worker];
   sa_tile_io t;
-  if (j->together > 1) {
+  if (j->turns) {
     run_together(j, task, ws);
     return;
   }
@@ -236,14 +237,16 @@ static size_t split_parts(const sa_plan *p, size_t ntiles) {
   return parts < most ? parts : most > 1 ? most : 1;
 }
 
-/* How many of a sequence's tiles (consecutive: its heads) a task runs
- * together: as many as may, halved while that leaves fewer than two tasks
- * a worker. The grouping never changes a tile's results (internal.h), so it
- * may follow the thread count. */
-static size_t together(const sa_plan *p, const job *j, size_t ntiles,
+/* How many of a sequence's tiles (consecutive: its heads) a task runs in
+ * turns: as many as may, halved while that leaves fewer than two tasks a
+ * worker. The grouping never changes a tile's results (internal.h), so it
+ * may follow the thread count; whether a call runs in turns may not, and
+ * depends on the shape alone. */
+static size_t together(const sa_plan *p, job *j, size_t ntiles,
                        size_t workers) {
-  if (j->parts > 1 || p->algorithm != SA_ALGO_FUSED || !j->ks ||
-      !sa_fused_together(j->ks, p))
+  j->turns = j->parts == 1 && p->algorithm == SA_ALGO_FUSED && j->ks &&
+             sa_fused_together(j->ks, p);
+  if (!j->turns)
     return 1;
   size_t g = j->nheads * j->nqb;
   while (g % 2 == 0 && (g > SA_TOGETHER_MAX || ntiles / g < 2 * workers))
@@ -386,7 +389,7 @@ sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
       (st = sa_plan_memory(&p, q, k, v, o)) ||
       (st = plan_kernels(ctx->ks, &p)) || (st = sa_context_enter(ctx)))
     return st;
-  job j = {ctx->ks, &p, ctx->scratch, q, k, v, o, 0, 0, 0, 1, NULL, 1};
+  job j = {ctx->ks, &p, ctx->scratch, q, k, v, o, 0, 0, 0, 1, NULL, 0, 1};
   size_t ntiles, split_floats;
   tiling(&p, &j, (size_t)ctx->nthreads, &ntiles, &split_floats);
   if ((st = ensure_scratch(ctx, &p, split_floats, &j.split))) {

@@ -83,10 +83,19 @@ static void keys_at(const sa_plan *p, const sa_tile_io *t, sa_scratch *ws,
 }
 
 /* The addresses of the K and V rows of keys [j0, j0 + nb) of the tile's KV
- * head in a paged cache, page by page. */
+ * head: in a paged cache page by page, else a stride apart. */
 static void rows_at(const sa_plan *p, const sa_tile_io *t, size_t j0, size_t nb,
                     const void **k, const void **v) {
   const size_t kr = p->k.seq * p->unit[1], vr = p->v.seq * p->unit[2];
+  if (!p->table) {
+    const char *ks = sa_at(t->k, j0 * p->k.seq, p->unit[1]);
+    const char *vs = sa_at(t->v, j0 * p->v.seq, p->unit[2]);
+    for (size_t j = 0; j < nb; j++) {
+      k[j] = ks + j * kr;
+      v[j] = vs + j * vr;
+    }
+    return;
+  }
   for (size_t j = 0; j < nb;) {
     const char *ks, *vs;
     size_t run = page_run(p, t, j0 + j, nb - j, &ks, &vs);
@@ -228,26 +237,31 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
   sa_rows_finish(p, t, &r);
 }
 
-/* Decode (one query position a sequence) whose tiles would all take
- * decode_rows, Q and O f32 or the plan's room for every tile's widened Q
- * and staged O (narrow), and O not Q (an f32 O would be zeroed over its
- * queries before the last turn). */
+/* Decode (one query position a sequence) on pages that decode_rows would
+ * take, or on a token-major cache, with nothing around the softmax that
+ * decode_rows lacks; Q and O f32 or the plan's room for every tile's
+ * widened Q and staged O (narrow), and O not Q (an f32 O would be zeroed
+ * over its queries before the last turn). */
 int sa_fused_together(const sa_kernel_set *ks, const sa_plan *p) {
-  return rows_listed(ks, p) && p->len_q == 1 && p->block_q <= SA_DECODE_ROWS &&
-         !p->in_place &&
+  int apart = sa_rows_apart(p) && ks->decode_rows && !p->mods && !p->scan &&
+              !p->q_direct;
+  return (rows_listed(ks, p) || apart) && p->len_q == 1 &&
+         p->block_q <= SA_DECODE_ROWS && !p->in_place &&
          ((p->q_type == SA_F32 && p->o_type == SA_F32) || p->together);
 }
 
 /* Pages hold every KV head's rows of their keys, one head after another
- * ([pages, heads_kv, page_size, dim]). One tile at a time reads a
- * sequence's pages a head-slice each (8 KiB of 64 at 16 keys, 8 heads, d
- * 128, f32) and comes back to the same pages once per head, a whole
- * sequence later; in turns of SA_TOGETHER_KEYS keys of every tile, a
- * page's slices are all read within a few hundred KiB. Each call's first
- * K rows are named before the call ahead of it, since a call's own
- * prefetch starts at its rows. Tiles whose rows do not all see the same
- * keys go one at a time (sa_tile_fused, which the turns equal bit for
- * bit when they do). */
+ * ([pages, heads_kv, page_size, dim]), and a token-major cache every
+ * head's row of a token. One tile at a time reads a sequence's pages a
+ * head-slice each (8 KiB of 64 at 16 keys, 8 heads, d 128, f32), or a row
+ * of each token (512 bytes of 4 KiB), and comes back to the same pages
+ * once per head, a whole sequence later; in turns of SA_TOGETHER_KEYS keys
+ * of every tile, a page's or a token's rows are all read within a few
+ * hundred KiB. Each call's first K rows are named before the call ahead of
+ * it, since a call's own prefetch starts at its rows. Tiles whose rows do
+ * not all see the same keys go one at a time (sa_tile_fused, which the
+ * turns equal bit for bit on pages; a token-major cache is then read by
+ * the three kernels, as before the turns). */
 void sa_tiles_fused_decode(const sa_kernel_set *ks, const sa_plan *p,
                            const sa_tile_io *t, size_t nt, sa_scratch *ws) {
   sa_rows r[SA_TOGETHER_MAX];

@@ -62,13 +62,13 @@ typedef struct sa_scratch {
  * (SA_DECODE_FEW_BLOCK_KV: parts as long as with 4 blocks of 1024). */
 #define SA_SPLIT_MIN_BLOCKS 4
 #define SA_SPLIT_MIN_KEYS 4096
-/* Paged decode: the tiles of one sequence (its KV heads) run together,
- * SA_TOGETHER_KEYS keys of each in turn, so each page's heads are read
- * close in time rather than one head's pages across the whole sequence
- * (docs/DESIGN.md, "Heads together"). The keys a turn are a multiple of
- * every set's decode chunk, so a tile's decode_rows calls chunk its keys
- * as the one-tile path does and the output is the same bits whichever
- * tiles share a task. */
+/* Decode over paged or token-major caches: the tiles of one sequence (its
+ * KV heads) run together, SA_TOGETHER_KEYS keys of each in turn, so the
+ * rows of a page, or of a token, are read close in time rather than one
+ * head's across the whole sequence (docs/DESIGN.md, "Heads together"). The
+ * keys a turn are a multiple of every set's decode chunk, so a tile's
+ * decode_rows calls chunk its keys as one call over all of them would, and
+ * the output is the same bits whichever tiles share a task. */
 #define SA_TOGETHER_MAX 16
 #define SA_TOGETHER_KEYS 256
 
@@ -227,6 +227,14 @@ static inline int sa_pages_in_place(const sa_plan *p) {
   return p->page >= p->block_kv;
 }
 
+/* Token-major keys ([B, L, H, D], ragged [tokens, H, D]): a head's K or
+ * V rows are not adjacent, so one head's stream hops a row of every head
+ * apart. Decode reads such caches a sequence's heads together
+ * (sa_tiles_fused_decode), as it reads pages finer than a key block. */
+static inline int sa_rows_apart(const sa_plan *p) {
+  return !p->table && (p->k.seq != p->kdim || p->v.seq != p->vdim);
+}
+
 /* Batch item b's query rows, and its keys (ragged, paged or valid length). */
 static inline size_t sa_batch_len_q(const sa_plan *p, size_t b) {
   return p->cu_q ? (size_t)(p->cu_q[b + 1] - p->cu_q[b]) : p->len_q;
@@ -320,10 +328,11 @@ void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
                         const sa_tile_io *t, sa_scratch *ws);
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
                    const sa_tile_io *t, sa_scratch *ws);
-/* Whether decode's tiles may run together (sa_tiles_fused_decode). */
+/* Whether decode's tiles run in turns (sa_tiles_fused_decode), a task
+ * taking one or several. */
 int sa_fused_together(const sa_kernel_set *ks, const sa_plan *p);
-/* nt <= SA_TOGETHER_MAX tiles of one sequence, key turn by key turn; as
- * sa_tile_fused on each, bit for bit. */
+/* nt <= SA_TOGETHER_MAX tiles of one sequence, key turn by key turn; on a
+ * paged cache, as sa_tile_fused on each, bit for bit. */
 void sa_tiles_fused_decode(const sa_kernel_set *ks, const sa_plan *p,
                            const sa_tile_io *t, size_t nt, sa_scratch *ws);
 

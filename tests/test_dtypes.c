@@ -15,8 +15,9 @@
  * f16 everything; bf16 everything, which takes score_bf16 where a set has
  * it; a bf16 O; mixed K and V types), on decode with GQA (split into parts),
  * causal prefill with odd sizes, cross-attention in [B, L, H, D] layout,
- * ragged batches, paged caches with shuffled 16-key pages (a decode batch
- * among them whose KV heads run together), and O in place of Q. Three-pass and fused; 1 and 3 threads must agree bit for bit.
+ * ragged batches, paged caches with shuffled 16-key pages, decode batches
+ * whose KV heads run together (16-key pages, [B, L, H, D]), and O in place
+ * of Q. Three-pass and fused; 1 and 3 threads must agree bit for bit.
  */
 #include "kernels/dtype.h"
 #include "tests/reference.h"
@@ -296,6 +297,7 @@ static const spec specs[] = {
      * thread and 8 on three (narrow Q and O staged per tile) */
     {"paged 16 decode batch", 4, 32, 16, 1, 300, 64, 64, SA_MASK_NONE, PAGED,
      0},
+    {"blhd decode batch", 4, 32, 16, 1, 300, 64, 64, SA_MASK_NONE, BLHD, 0},
     {"in place", 1, 3, 3, 20, 33, 64, 64, SA_MASK_NONE, DENSE, 1},
 };
 

@@ -1133,15 +1133,15 @@ static void test_kv_append(void) {
  * A long decode (1 sequence, 8 query heads over 2 KV heads, ~600 keys in
  * blocks of 16: two tiles, each split into parts of its keys) through a
  * paged cache (pages in place, and gathered) and through varlen; also two
- * ragged sequences of very different lengths; and a paged decode batch of
- * 8 sequences (0 to 600 keys) whose tiles run a sequence's heads together,
- * 4 a task, or 2 with 8 threads. 1, 2, 3 and 8 threads give the same bits,
- * and the one-thread result matches the reference.
+ * ragged sequences of very different lengths; and decode batches of 8
+ * sequences (0 to 600 keys: pages, [B, L, H, D], ragged) whose tiles run a
+ * sequence's heads together, 4 a task, or 2 with 8 threads. 1, 2, 3 and 8
+ * threads give the same bits, and the one-thread result matches the reference.
  */
 static void test_threads(void) {
   static const int counts[] = {1, 2, 3, 8};
   int bad = 0;
-  for (int k = 0; k < 6; k++) {
+  for (int k = 0; k < 8; k++) {
     lspec s = shape(1, 8, 2, 1, 600, 24, 20);
     s.mask = SA_MASK_CAUSAL_BOTTOM_RIGHT, s.lse = 1 + k % 2;
     s.sinks = 2, s.softcap = k % 2 ? 3.0f : 0.0f;
@@ -1158,19 +1158,33 @@ static void test_threads(void) {
       what = "long varlen decode";
     } else if (k >= 4) {
       /* 32 tiles, no split: a sequence's KV heads run together, as many
-       * a task as the thread count leaves (4, or 2 with 8 threads) */
+       * a task as the thread count leaves (4, or 2 with 8 threads), on
+       * pages, a token-major cache and a ragged one */
       static const int lens[] = {600, 0, 1, 37, 300, 257, 512, 129};
+      static const char *names[] = {
+          "paged decode batch, heads together",
+          "paged decode batch, heads together, window",
+          "[B, L, H, D] decode batch, heads together",
+          "ragged decode batch, heads together"};
       s = shape(8, 8, 4, 1, 600, 24, 20);
-      s.kside = SIDE_PAGED, s.page = 5, s.spare_pages = 3;
-      s.valid = 1;
-      for (int b = 0; b < 8; b++)
-        s.valid_v[b] = lens[b];
+      if (k <= 5)
+        s.kside = SIDE_PAGED, s.page = 5, s.spare_pages = 3;
+      if (k == 6)
+        s.klay = 1;
+      if (k == 7) {
+        s.kside = SIDE_RAGGED, s.k_off = 2;
+        for (int b = 0; b < 8; b++)
+          s.lk[b] = lens[b];
+      } else {
+        s.valid = 1;
+        for (int b = 0; b < 8; b++)
+          s.valid_v[b] = lens[b];
+      }
       s.lse = 1, s.sinks = 1;
       if (k == 5)
         s.mask = SA_MASK_CAUSAL_BOTTOM_RIGHT, s.window = 1, s.wl = 200,
         s.wr = -1;
-      what = k == 4 ? "paged decode batch, heads together"
-                    : "paged decode batch, heads together, window";
+      what = names[k - 4];
     } else {
       s = shape(2, 8, 2, 1, 600, 24, 20);
       s.qside = s.kside = SIDE_RAGGED;
