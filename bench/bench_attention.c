@@ -42,7 +42,8 @@
  * models pass padding); WINDOW: causal with a left window of `window` keys;
  * SOFTCAP: prefill with softcap 50. */
 /* Serving layouts: MIXED, a decode batch of 8 whose caches hold 1/8 .. 8/8
- * of len_kv keys (len_kv_valid), contiguous; PAGED, the same in a paged
+ * of len_kv keys (len_kv_valid), contiguous (head-major, and token-major:
+ * "_blhd"); PAGED, the same in a paged
  * cache of `page` keys a page, pages shuffled; VARLEN, 8 causal prefill
  * sequences of 100 .. 2000 tokens packed end to end (cu_seqlens), beside
  * the same tokens as 8 separate calls (VARLEN_SPLIT) and padded to the
@@ -72,6 +73,7 @@ typedef struct shape {
   sa_dtype qt, kvt; /* Q and O; K and V (f32 unless a row says) */
   char summary[48]; /* its name in summary.csv, "" if not there */
   size_t ref_elems; /* O elements checked against the oracle (0: all) */
+  int blhd;         /* MIXED: K and V token-major, [B, L, H, D] */
 } shape;
 
 #define MAX_SHAPES 32
@@ -82,7 +84,7 @@ static float *refs[MAX_SHAPES]; /* the oracle's output, once per shape */
 static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
                       size_t d) {
   shape *s = &shapes[n_shapes++];
-  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0, 0, SA_F32, SA_F32, "", 0};
+  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0, 0, SA_F32, SA_F32, "", 0, 0};
   switch (kind) {
   case PREFILL:
     snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu", lq, d, hq);
@@ -144,6 +146,15 @@ static void typed(sa_dtype qt, sa_dtype kvt) {
   size_t n = strlen(s->name);
   snprintf(s->name + n, sizeof s->name - n, "_%s%s", sa_dtype_name(kvt),
            qt == SA_F32 ? "kv" : "");
+}
+
+/* The last shape with K and V token-major ([B, L, H, D], "_blhd"): how
+ * llama.cpp-style caches and ragged [tokens, H, D] ones lie. */
+static void token_major(void) {
+  shape *s = &shapes[n_shapes - 1];
+  s->blhd = 1;
+  size_t n = strlen(s->name);
+  snprintf(s->name + n, sizeof s->name - n, "_blhd");
 }
 
 /* Puts the last shape (f32, batch 1, one of the four basic kinds) in
@@ -226,6 +237,10 @@ static sa_attention_desc desc_of(const shape *s, sa_algorithm algo,
     d.softcap = 50.0f;
   if (s->kind == MIXED || s->kind == PAGED)
     d.len_kv_valid = ld->lens;
+  if (s->blhd) {
+    sa_strides t = {s->lkv * s->hkv * s->d, s->d, s->hkv * s->d};
+    d.k = d.v = t;
+  }
   if (s->kind == PAGED) {
     d.block_table = ld->table;
     d.block_table_stride = s->lkv / s->page;
@@ -742,11 +757,13 @@ void sa_bench_register_attention(void) {
     add_shape(WINDOW, 2, 2, 8192, 8192, 128);
     add_shape(SOFTCAP, 4, 4, 2048, 2048, 128);
     /* Serving layouts: split-KV decode of one long MQA cache (compare 1
-     * and 2 threads), a decode batch of mixed lengths contiguous and paged
-     * (16 and 256 keys a page), and ragged prefill against separate calls
-     * and padding. */
+     * and 2 threads), a decode batch of mixed lengths contiguous (head- and
+     * token-major) and paged (16 and 256 keys a page), and ragged prefill
+     * against separate calls and padding. */
     add_shape(DECODE, 32, 1, 1, 32768, 128);
     add_shape(MIXED, 32, 8, 1, 4096, 128);
+    add_shape(MIXED, 32, 8, 1, 4096, 128);
+    token_major();
     add_shape(PAGED, 32, 8, 16, 4096, 128);
     add_shape(PAGED, 32, 8, 256, 4096, 128);
     add_shape(VARLEN, 4, 4, 2000, 2000, 128);
