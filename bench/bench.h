@@ -79,6 +79,8 @@ void sa_bench_register_attention(void);
 /* Seconds on the clock the rows are timed with (sa_bench_timing): the
  * thread's CPU time with one thread, else monotonic wall time. */
 double sa_bench_now(void);
+/* Seconds of monotonic wall time, whatever the thread count. */
+double sa_bench_wall_now(void);
 float *sa_bench_alloc(size_t floats);
 void sa_bench_free(float *p);
 /* Deterministic values uniform in [-amp, amp). */

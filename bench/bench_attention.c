@@ -84,7 +84,8 @@ static float *refs[MAX_SHAPES]; /* the oracle's output, once per shape */
 static void add_shape(int kind, size_t hq, size_t hkv, size_t lq, size_t lkv,
                       size_t d) {
   shape *s = &shapes[n_shapes++];
-  *s = (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0, 0, SA_F32, SA_F32, "", 0, 0};
+  *s =
+      (shape){"", kind, 1, hq, hkv, lq, lkv, d, 0, 0, SA_F32, SA_F32, "", 0, 0};
   switch (kind) {
   case PREFILL:
     snprintf(s->name, sizeof s->name, "L%zu_d%zu_h%zu", lq, d, hq);
@@ -656,6 +657,155 @@ static void bm_attention(sa_bench_state *st, void *argp) {
   }
 }
 
+/* ---------------------------------------------------------------- pairs */
+
+/* Two calls timed in turn, iteration by iteration, on the same copy of K
+ * and V: shape a over shape b (the same data seen two ways: pages or a
+ * contiguous cache, one ragged call or separate ones), or one shape on a
+ * 1-thread context over a 2-thread one (split-KV). This machine's memory
+ * bandwidth moves by the minute, so a ratio of two rows timed minutes
+ * apart says little; the pair's counters are the medians of its two sides
+ * (ms_a, ms_b) and their ratio, which make compare's serving.md reads. */
+typedef struct pair_arg {
+  int a, b;                /* shapes; b's layout data is a's */
+  const sa_kernel_set *ks; /* fused */
+  int threads_b;           /* 0: the run's context; else b's own threads */
+} pair_arg;
+
+static sa_context *contexts_mt[64];
+
+/* ks's context of `threads` workers, made once (the pairs' second side). */
+static sa_context *context_threads(const sa_kernel_set *ks, int threads) {
+  size_t i = 0;
+  while (i < sa_kernel_set_count() && sa_kernel_set_at(i) != ks)
+    i++;
+  if (i >= 64)
+    return NULL;
+  if (!contexts_mt[i]) {
+    sa_context_options o;
+    sa_context_options_init(&o);
+    o.isa = ks->name;
+    o.num_threads = threads;
+    if (sa_context_create(&o, &contexts_mt[i]) != SA_OK)
+      contexts_mt[i] = NULL;
+  }
+  return contexts_mt[i];
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+static double median_of(double *t, size_t n) {
+  qsort(t, n, sizeof *t, cmp_double);
+  return n ? (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2])) : 0.0;
+}
+
+enum { PAIR_SAMPLES = 4096 };
+
+static void bm_pair(sa_bench_state *st, void *argp) {
+  pair_arg *a = argp;
+  const shape *sa = &shapes[a->a], *sb = &shapes[a->b];
+  shape_data *sd = data_for(a->a);
+  sa_attention_desc da = desc_of(sa, SA_ALGO_FUSED, &sd->ld);
+  sa_attention_desc db = desc_of(sb, SA_ALGO_FUSED, &sd->ld);
+  sa_context *ca = context_for(a->ks);
+  sa_context *cb = a->threads_b ? context_threads(a->ks, a->threads_b) : ca;
+  if (!ca || !cb) {
+    sa_bench_skip_with_error(st, "sa_context_create failed");
+    return;
+  }
+  /* wall time on both sides when one of them runs on other threads */
+  double (*clock)(void) = a->threads_b ? sa_bench_wall_now : sa_bench_now;
+  static double ta[PAIR_SAMPLES], tb[PAIR_SAMPLES];
+  size_t n = 0, it = 0;
+  sa_status rc = SA_OK;
+  for (size_t c = 0; c < sd->copies; c++) /* one untimed pass */
+    if ((rc = call(ca, sa, &da, sd, (const char *)sd->k + c * sd->kv_bytes,
+                   (const char *)sd->v + c * sd->kv_bytes, sd->o)) ||
+        (rc = call(cb, sb, &db, sd, (const char *)sd->k + c * sd->kv_bytes,
+                   (const char *)sd->v + c * sd->kv_bytes, sd->o)))
+      break;
+  while (rc == SA_OK && sa_bench_keep_running(st)) {
+    size_t c = it++ % sd->copies;
+    const void *k = (const char *)sd->k + c * sd->kv_bytes;
+    const void *v = (const char *)sd->v + c * sd->kv_bytes;
+    /* the sides alternate which goes first */
+    int b_first = (int)(it & 1);
+    double t0 = clock();
+    sa_status r1 = b_first ? call(cb, sb, &db, sd, k, v, sd->o)
+                           : call(ca, sa, &da, sd, k, v, sd->o);
+    double t1 = clock();
+    sa_status r2 = b_first ? call(ca, sa, &da, sd, k, v, sd->o)
+                           : call(cb, sb, &db, sd, k, v, sd->o);
+    double t2 = clock();
+    rc = r1 ? r1 : r2;
+    if (n < PAIR_SAMPLES) {
+      ta[n] = b_first ? t2 - t1 : t1 - t0;
+      tb[n] = b_first ? t1 - t0 : t2 - t1;
+      n++;
+    }
+    sa_bench_clobber_memory();
+  }
+  if (rc != SA_OK) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "sa_attention: %s %s", sa_status_str(rc),
+             sa_last_error());
+    sa_bench_skip_with_error(st, msg);
+    return;
+  }
+  double ma = median_of(ta, n), mb = median_of(tb, n);
+  sa_bench_counter(st, "ms_a", ma * 1e3, SA_BENCH_PLAIN);
+  sa_bench_counter(st, "ms_b", mb * 1e3, SA_BENCH_PLAIN);
+  sa_bench_counter(st, "ratio", mb > 0 ? ma / mb : 0.0, SA_BENCH_PLAIN);
+}
+
+/* The pair "pair/<set>/<a>_over_<b>" (b's name; "_1t_over_2t" when b is
+ * the same shape on two threads). */
+static void add_pair(int ai, int bi, const sa_kernel_set *ks, int threads_b) {
+  pair_arg *a = calloc(1, sizeof *a); /* lives until exit */
+  if (!a)
+    abort();
+  *a = (pair_arg){ai, bi, ks, threads_b};
+  char name[200];
+  if (threads_b)
+    snprintf(name, sizeof name, "pair/%s/%.63s_1t_over_%dt", ks->name,
+             shapes[ai].name, threads_b);
+  else
+    snprintf(name, sizeof name, "pair/%s/%.63s_over_%.63s", ks->name,
+             shapes[ai].name, shapes[bi].name);
+  sa_bench *b = sa_bench_register(name, bm_pair, a);
+  sa_bench_set_unit(b, SA_BENCH_MS);
+  if (threads_b)
+    sa_bench_use_real_time(b);
+  else
+    sa_bench_timing(b);
+}
+
+/* The serving checks' pairs, one-thread runs only: each paged shape over
+ * the head-major contiguous one of its size, ragged prefill over separate
+ * calls, and the longest MQA decode (split-KV) on 1 thread over 2. */
+static void add_pairs(const sa_kernel_set *ks) {
+  for (size_t i = 0; i < n_shapes; i++) {
+    const shape *s = &shapes[i];
+    if (s->qt != SA_F32 || s->kvt != SA_F32)
+      continue;
+    for (size_t j = 0; j < n_shapes; j++) {
+      const shape *o = &shapes[j];
+      int same = o->hq == s->hq && o->hkv == s->hkv && o->lkv == s->lkv &&
+                 o->d == s->d && o->lq == s->lq && o->qt == SA_F32 &&
+                 o->kvt == SA_F32;
+      if (same && s->kind == PAGED && o->kind == MIXED && !o->blhd)
+        add_pair((int)i, (int)j, ks, 0);
+      if (same && s->kind == VARLEN && o->kind == VARLEN_SPLIT)
+        add_pair((int)i, (int)j, ks, 0);
+    }
+    if (s->kind == DECODE && s->hkv == 1 && s->batch == 1)
+      add_pair((int)i, (int)i, ks, 2);
+  }
+}
+
 /* Whether no runnable set of ks's ISA has a more accurate exp (since 0.11
  * a SLEEF set has a less accurate one than the polynomial's): by the
  * registry's exp_ulps, not by name. */
@@ -806,5 +956,11 @@ void sa_bench_register_attention(void) {
       add((int)si, ONEDNN, NULL, SA_ALGO_THREE_PASS);
 #endif
     }
+  }
+  for (size_t i = 0; sa_bench_cfg.threads == 1 && i < sa_kernel_set_count();
+       i++) {
+    const sa_kernel_set *ks = sa_kernel_set_at(i);
+    if (ks != oracle && sa_bench_timed(ks))
+      add_pairs(ks);
   }
 }

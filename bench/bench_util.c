@@ -25,6 +25,12 @@ double sa_bench_now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+double sa_bench_wall_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 float *sa_bench_alloc(size_t floats) {
   size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
   void *p = NULL;

@@ -173,7 +173,7 @@ run_pass() {
       /^__rc / { rc = $2; next }
       {
         name = $1
-        if (name !~ /^(peak|kernel|attn)\//) next
+        if (name !~ /^(peak|kernel|attn|pair)\//) next
         base = name
         sub(/_(mean|median|stddev|cv|max)$/, "", base)
         if (name != base && name !~ /_median$/) next
@@ -188,12 +188,14 @@ run_pass() {
         what = base
         if (p[1] == "attn") what = sprintf("attn %-10s %-15s %s", p[2], p[3], p[4])
         else if (p[1] == "kernel") what = sprintf("kernel %-14s %-15s %s", p[2], p[3], p[4])
+        else if (p[1] == "pair") what = sprintf("pair %-15s %s", p[2], p[3])
         val = ""
         if ($0 ~ /ERROR OCCURRED/) val = "ERROR: " substr($0, index($0, "ERROR OCCURRED"))
         for (i = 2; i <= NF; i++) {
           if ($i ~ /^GFLOPS=/ && val == "") { v = $i; sub(/^GFLOPS=/, "", v); sub(/\/s$/, "", v); val = v " GFLOP/s" }
           if ($i ~ /^items_per_second=/ && val == "") { v = $i; sub(/^items_per_second=/, "", v); val = v " elem" }
           if ($i ~ /^GBps=/ && p[1] == "peak") { v = $i; sub(/^GBps=/, "", v); sub(/\/s$/, "", v); val = v " GB/s" }
+          if ($i ~ /^ratio=/) { v = $i; sub(/^ratio=/, "", v); val = v "x" }
         }
         "date +%s" | getline now; close("date +%s")
         printf "[%3d/%d] %-62s %s  (%ds)\n", done, total, what, val, now - start

@@ -725,79 +725,77 @@ def write_limit_plot(png, runs, rows):
 
 # ----------------------------------------------------------------- serving
 
-# Issue-style checks on the serving-layout rows (the bench's names): the
-# row, what it is measured against, how ("time": the row's time over the
-# other's, lower is better; "speedup": the one-thread row's time over this
-# row's at the second pass's thread count), and the line it should meet.
+# The serving checks make compare prints: each from a pair row of the
+# one-thread pass (bench/bench_attention.c: two calls timed in turn, the
+# medians of each side and their ratio), or, for padding, from two table
+# rows (a margin of 2x, which the minute's noise does not move). The check,
+# the pair's name (after pair/<set>/) or the two rows' shapes, the line, and
+# whether a ratio at or under it (time) or at or over it (speedup) meets it.
 SERVING = [
-    ("paged decode, 16-key pages shuffled", "decode_b8_mixed_Lk4096_d128_h32kv8_page16",
-     "decode_b8_mixed_Lk4096_d128_h32kv8", "time", "≤ 1.10× the contiguous cache", 1.10),
-    ("paged decode, 256-key pages shuffled", "decode_b8_mixed_Lk4096_d128_h32kv8_page256",
-     "decode_b8_mixed_Lk4096_d128_h32kv8", "time", "≤ 1.10× the contiguous cache", 1.10),
-    ("varlen prefill, 8 sequences", "prefill_8seq_L100-2000_d128_h4_varlen",
-     "prefill_8seq_L100-2000_d128_h4_separate", "time", "≤ 1.10× separate calls", 1.10),
-    ("varlen prefill against padding", "prefill_8seq_L100-2000_d128_h4_varlen",
-     "prefill_8seq_L100-2000_d128_h4_padded", "time", "< 1× padded to the longest", 1.0),
-    ("split-KV MQA decode, Lk 32768", "decode_Lk32768_d128_h32kv1",
-     "decode_Lk32768_d128_h32kv1", "speedup", "≥ 1.8× one thread", 1.8),
+    ("paged decode, 16-key pages shuffled, over contiguous",
+     "decode_b8_mixed_Lk4096_d128_h32kv8_page16_over_decode_b8_mixed_Lk4096_d128_h32kv8",
+     "time ≤ 1.10×", 1.10, "time"),
+    ("paged decode, 256-key pages shuffled, over contiguous",
+     "decode_b8_mixed_Lk4096_d128_h32kv8_page256_over_decode_b8_mixed_Lk4096_d128_h32kv8",
+     "time ≤ 1.10×", 1.10, "time"),
+    ("varlen prefill, 8 sequences, over separate calls",
+     "prefill_8seq_L100-2000_d128_h4_varlen_over_prefill_8seq_L100-2000_d128_h4_separate",
+     "time ≤ 1.10×", 1.10, "time"),
+    ("split-KV MQA decode, Lk 32768, 1 thread over 2",
+     "decode_Lk32768_d128_h32kv1_1t_over_2t", "speedup ≥ 1.8×", 1.8, "speedup"),
+    ("varlen prefill over padding to the longest",
+     ("prefill_8seq_L100-2000_d128_h4_varlen", "prefill_8seq_L100-2000_d128_h4_padded"),
+     "time < 1×", 1.0, "below"),
 ]
 
 
-def wall(r):
-    """A row's wall-clock time in seconds (None if the JSON lacks it)."""
-    t = r["entry"].get("real_time")
-    return t * UNIT_SCALE[r["unit"]] if t is not None else None
-
-
 def serving_markdown(runs, models):
-    """The serving-layout checks, fused rows of every timed set: a ratio per
-    (check, set) and whether it meets its line. Empty when the runs have none
-    of the rows (the quick suite)."""
+    """The serving checks for every timed set of the one-thread run, from its
+    pair rows (and, for padding, its table rows). Empty when the run has
+    none of them (the quick suite's shapes have other names)."""
     one = [(run, m) for run, m in zip(runs, models) if run.threads == 1]
-    many = [(run, m) for run, m in zip(runs, models) if run.threads > 1]
     if not one:
         return ""
-    idx1 = {(r["set"], r["shape"]): r for r in one[0][1]
-            if r["kind"] == "attn" and r["op"] == "fused" and not r["error"]}
-    idxn = {(r["set"], r["shape"]): r for r in many[0][1]
-            if r["kind"] == "attn" and r["op"] == "fused" and not r["error"]} if many else {}
-    nt = many[0][0].threads if many else 0
+    run, model = one[0]
+    pairs, rows = {}, {}
+    for r in model:
+        if r["error"]:
+            continue
+        p = r["name"].split("/")
+        if p[0] == "pair" and len(p) >= 3:
+            pairs[(p[1], p[2])] = r["entry"]
+        elif r["kind"] == "attn" and r["op"] == "fused":
+            rows[(r["set"], r["shape"])] = r
     sets = []
-    for (s, _shape) in idx1:
-        if s not in sets and s not in BASELINES:
+    for s, _ in list(pairs) + list(rows):
+        if s not in sets and s not in BASELINES and s != run.ctx.get("sa_oracle", "scalar"):
             sets.append(s)
-    rows = []
-    for what, row, other, how, line, limit in SERVING:
+    out = []
+    for what, key, line, limit, how in SERVING:
         for s in sets:
-            a = idx1.get((s, row))
-            if how == "time":
-                b = idx1.get((s, other))
+            if how == "below":
+                a, b = rows.get((s, key[0])), rows.get((s, key[1]))
                 if not a or not b or not b["time"]:
                     continue
-                ratio = a["time"] / b["time"]
-                ok = ratio <= limit if limit > 1.0 else ratio < limit
-                label = f"{sig(ratio)}× the time"
+                ratio, sides = a["time"] / b["time"], ""
             else:
-                # wall time on both sides: a one-thread row's CPU time
-                # leaves out what the hypervisor took, the other pass's
-                # wall time does not
-                b = idxn.get((s, other))
-                ta, tb = (wall(r) for r in (a, b)) if a and b else (None, None)
-                if not ta or not tb:
+                e = pairs.get((s, key))
+                if not e or not e.get("ms_b"):
                     continue
-                ratio = ta / tb
-                ok = ratio >= limit
-                label = f"{sig(ratio)}× on {nt} threads"
-            rows.append([what, s, label, line, "yes" if ok else "**no**"])
-    if not rows:
+                ratio = e["ratio"]
+                sides = f" ({sig(e['ms_a'])} / {sig(e['ms_b'])} ms)"
+            ok = (ratio >= limit if how == "speedup" else
+                  ratio < limit if how == "below" else ratio <= limit)
+            out.append([what, s, f"{sig(ratio)}×{sides}", line, "yes" if ok else "**no**"])
+    if not out:
         return ""
     L = ["# simdattn serving layouts", "",
-         f"{runs[0].label}: the serving rows of this run (fused, medians; the "
-         "one-thread pass as its table times them, and for split-KV the "
-         "one-thread row's wall time over the same row's in the multi-thread "
-         "pass).", ""]
+         f"{run.label}: fused, one-thread run. Pairs: both calls timed in turn, "
+         "iteration by iteration, on the same copy of K and V (the split-KV pair "
+         "on a 1- and a 2-thread context, wall time), median of each side, "
+         "then the median over the repetitions; padding: two rows of the table.", ""]
     L += table(["check", "set", "measured", "target", "met"],
-               ["l", "l", "r", "l", "l"], rows)
+               ["l", "l", "r", "l", "l"], out)
     return "\n".join(L).rstrip() + "\n"
 
 
