@@ -420,23 +420,30 @@ static const float *o_as_f32(const shape *s, shape_data *sd, const void *o) {
 
 /* ---------------------------------------------------------------- contexts */
 
-static sa_context *contexts[64];
+static sa_context *contexts[64], *contexts_mt[64];
 
-static sa_context *context_for(const sa_kernel_set *ks) {
+/* ks's context of `threads` workers in table (one a set), made once. */
+static sa_context *context_in(sa_context **table, const sa_kernel_set *ks,
+                              int threads) {
   size_t i = 0;
   while (i < sa_kernel_set_count() && sa_kernel_set_at(i) != ks)
     i++;
   if (i >= 64)
     return NULL;
-  if (!contexts[i]) {
+  if (!table[i]) {
     sa_context_options o;
     sa_context_options_init(&o);
     o.isa = ks->name;
-    o.num_threads = sa_bench_cfg.threads;
-    if (sa_context_create(&o, &contexts[i]) != SA_OK)
-      contexts[i] = NULL;
+    o.num_threads = threads;
+    if (sa_context_create(&o, &table[i]) != SA_OK)
+      table[i] = NULL;
   }
-  return contexts[i];
+  return table[i];
+}
+
+/* ks's context of the run's threads. */
+static sa_context *context_for(const sa_kernel_set *ks) {
+  return context_in(contexts, ks, sa_bench_cfg.threads);
 }
 
 /* One measured call; VARLEN_SPLIT is its sequences one call each. */
@@ -672,26 +679,6 @@ typedef struct pair_arg {
   int threads_b;           /* 0: the run's context; else b's own threads */
 } pair_arg;
 
-static sa_context *contexts_mt[64];
-
-/* ks's context of `threads` workers, made once (the pairs' second side). */
-static sa_context *context_threads(const sa_kernel_set *ks, int threads) {
-  size_t i = 0;
-  while (i < sa_kernel_set_count() && sa_kernel_set_at(i) != ks)
-    i++;
-  if (i >= 64)
-    return NULL;
-  if (!contexts_mt[i]) {
-    sa_context_options o;
-    sa_context_options_init(&o);
-    o.isa = ks->name;
-    o.num_threads = threads;
-    if (sa_context_create(&o, &contexts_mt[i]) != SA_OK)
-      contexts_mt[i] = NULL;
-  }
-  return contexts_mt[i];
-}
-
 static int cmp_double(const void *x, const void *y) {
   double a = *(const double *)x, b = *(const double *)y;
   return a < b ? -1 : a > b;
@@ -711,7 +698,8 @@ static void bm_pair(sa_bench_state *st, void *argp) {
   sa_attention_desc da = desc_of(sa, SA_ALGO_FUSED, &sd->ld);
   sa_attention_desc db = desc_of(sb, SA_ALGO_FUSED, &sd->ld);
   sa_context *ca = context_for(a->ks);
-  sa_context *cb = a->threads_b ? context_threads(a->ks, a->threads_b) : ca;
+  sa_context *cb =
+      a->threads_b ? context_in(contexts_mt, a->ks, a->threads_b) : ca;
   if (!ca || !cb) {
     sa_bench_skip_with_error(st, "sa_context_create failed");
     return;
