@@ -258,10 +258,12 @@ int sa_fused_together(const sa_kernel_set *ks, const sa_plan *p) {
  * once per head, a whole sequence later; in turns of SA_TOGETHER_KEYS keys
  * of every tile, a page's or a token's rows are all read within a few
  * hundred KiB. Each call's first K rows are named before the call ahead of
- * it, since a call's own prefetch starts at its rows. Tiles whose rows do
- * not all see the same keys go one at a time (sa_tile_fused, which the
- * turns equal bit for bit on pages; a token-major cache is then read by
- * the three kernels, as before the turns). */
+ * it, since a call's own prefetch starts at its rows. Every row of a
+ * sequence's tiles sees the same keys (one query position, no per-head
+ * mask: those are score_mod steps, which sa_fused_together turns away), so
+ * a group that does not is one of tiles with no rows (a ragged Q's empty
+ * sequence); it goes one tile at a time (sa_tile_fused) rather than
+ * assume. */
 void sa_tiles_fused_decode(const sa_kernel_set *ks, const sa_plan *p,
                            const sa_tile_io *t, size_t nt, sa_scratch *ws) {
   sa_rows r[SA_TOGETHER_MAX];
