@@ -240,14 +240,9 @@ static size_t split_parts(const sa_plan *p, size_t ntiles) {
 /* How many of a sequence's tiles (consecutive: its heads) a task runs in
  * turns: as many as may, halved while that leaves fewer than two tasks a
  * worker. The grouping never changes a tile's results (internal.h), so it
- * may follow the thread count; whether a call runs in turns may not, and
- * depends on the shape alone. */
-static size_t together(const sa_plan *p, job *j, size_t ntiles,
-                       size_t workers) {
-  j->turns = j->parts == 1 && p->algorithm == SA_ALGO_FUSED && j->ks &&
-             sa_fused_together(j->ks, p);
-  if (!j->turns)
-    return 1;
+ * may follow the thread count; whether a call runs in turns (tiling) may
+ * not, and depends on the shape alone. */
+static size_t together(const job *j, size_t ntiles, size_t workers) {
   size_t g = j->nheads * j->nqb;
   while (g % 2 == 0 && (g > SA_TOGETHER_MAX || ntiles / g < 2 * workers))
     g /= 2;
@@ -268,7 +263,9 @@ static void tiling(const sa_plan *p, job *j, size_t workers, size_t *ntiles,
   /* cannot overflow: each factor is at most the extent of O's rows */
   *ntiles = p->batch * j->nheads * j->nqb;
   j->parts = split_parts(p, *ntiles);
-  j->together = together(p, j, *ntiles, workers);
+  j->turns = j->parts == 1 && p->algorithm == SA_ALGO_FUSED && j->ks &&
+             sa_fused_together(j->ks, p);
+  j->together = j->turns ? together(j, *ntiles, workers) : 1;
   /* small: fewer than SA_SPLIT_TILES tiles, at most that many parts */
   *split_floats =
       j->parts > 1 ? *ntiles * j->parts * p->block_q * (p->dim_v + 2) : 0;

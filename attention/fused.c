@@ -18,6 +18,7 @@
 
 #include "attention/internal.h"
 #include "kernels/dtype.h"
+#include "kernels/prefetch.h"
 
 /* Paged keys from `key` on that share its page, at most `most` of them,
  * and where the first one's K and V rows are in the tile's KV head. */
@@ -106,11 +107,16 @@ static void rows_at(const sa_plan *p, const sa_tile_io *t, size_t j0, size_t nb,
   }
 }
 
+/* The set's decode_rows can take the plan's rows: nothing around the
+ * softmax it lacks, and f32 scores from Q (not score_bf16's bf16 Q). */
+static int rows_decodable(const sa_kernel_set *ks, const sa_plan *p) {
+  return ks->decode_rows && !p->mods && !p->scan && !p->q_direct;
+}
+
 /* A paged cache finer than a key block, read through the set's
  * decode_rows (for tiles of at most SA_DECODE_ROWS rows). */
 static int rows_listed(const sa_kernel_set *ks, const sa_plan *p) {
-  return ks->decode_rows && !p->mods && !p->scan && !p->q_direct && p->table &&
-         !sa_pages_in_place(p);
+  return rows_decodable(ks, p) && p->table && !sa_pages_in_place(p);
 }
 
 /* A block whose rows see keys [0, hib[i]) of it, hib not all equal (the
@@ -243,10 +249,8 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
  * widened Q and staged O (narrow), and O not Q (an f32 O would be zeroed
  * over its queries before the last turn). */
 int sa_fused_together(const sa_kernel_set *ks, const sa_plan *p) {
-  int apart = sa_rows_apart(p) && ks->decode_rows && !p->mods && !p->scan &&
-              !p->q_direct;
-  return (rows_listed(ks, p) || apart) && p->len_q == 1 &&
-         p->block_q <= SA_DECODE_ROWS && !p->in_place &&
+  return (rows_listed(ks, p) || (sa_rows_apart(p) && rows_decodable(ks, p))) &&
+         p->len_q == 1 && p->block_q <= SA_DECODE_ROWS && !p->in_place &&
          ((p->q_type == SA_F32 && p->o_type == SA_F32) || p->together);
 }
 
@@ -310,7 +314,7 @@ void sa_tiles_fused_decode(const sa_kernel_set *ks, const sa_plan *p,
         rows_at(p, &t[gn], jn, np, pk, pv);
         for (size_t x = 0; x < np; x++)
           for (size_t b = 0; b < krow; b += 64)
-            __builtin_prefetch((const char *)pk[x] + b, 0, 2);
+            sa_prefetch_line((const char *)pk[x] + b, 1);
       }
       rows_at(p, &t[g], j0, nb, kl, vl);
       ks->decode_rows(t[g].m, nb, p->dim_qk, p->dim_v, t[g].q, t[g].ldq, kl,

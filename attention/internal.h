@@ -172,9 +172,9 @@ typedef struct sa_plan {
   size_t kvgather;     /* paged, small pages: a key block gathered, in buf */
   size_t rowlist;      /* paged decode: list_keys K, then V row addresses */
   size_t list_keys;    /* keys a paged decode call takes at most */
-  size_t together;     /* paged decode with a narrow Q or O: the f32 Q rows
-                          then O rows of SA_TOGETHER_MAX tiles, in buf (0:
-                          none) */
+  size_t together;     /* decode in turns (paged or token-major) with a
+                          narrow Q or O: the f32 Q rows then O rows of
+                          SA_TOGETHER_MAX tiles, in buf (0: none) */
   size_t end_extra[3]; /* add, bool (bytes), lse: elements spanned */
   int scan;            /* a mask can remove keys inside a row's range */
   int mods;            /* score_mod has a step besides the window's edge */
