@@ -18,18 +18,18 @@ sa_bench_config sa_bench_cfg = {
     .decode_bytes = (size_t)512 << 20,
 };
 
-double sa_bench_now(void) {
+static double seconds_on(clockid_t clock) {
   struct timespec t;
-  clock_gettime(
-      sa_bench_cfg.threads > 1 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &t);
+  clock_gettime(clock, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-double sa_bench_wall_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+double sa_bench_now(void) {
+  return seconds_on(sa_bench_cfg.threads > 1 ? CLOCK_MONOTONIC
+                                             : CLOCK_THREAD_CPUTIME_ID);
 }
+
+double sa_bench_wall_now(void) { return seconds_on(CLOCK_MONOTONIC); }
 
 float *sa_bench_alloc(size_t floats) {
   size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
