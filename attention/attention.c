@@ -357,7 +357,11 @@ sa_status sa_attention_workspace(const sa_context *ctx,
 
 /* The set has the slot each narrow tensor needs (every registered set
  * fills them all; a NULL slot is a status, never a jump through NULL), and
- * bf16 Q.K goes to score_bf16 where the set has one. */
+ * bf16 Q.K goes to score_bf16 where the set has one, except in decode that
+ * decode_rows can take: there Q is widened (exactly) and the rows stream
+ * through decode_rows in turns, where score_bf16 would have each key block
+ * of a paged or token-major cache gathered first (bf16 Q, K and V, 16-key
+ * pages: 1.75x the contiguous cache's time, docs/DESIGN.md). */
 static sa_status plan_kernels(const sa_kernel_set *ks, sa_plan *p) {
   if ((p->q_type != SA_F32 && !ks->to_f32[p->q_type]) ||
       (p->k_type != SA_F32 && !ks->score_t[p->k_type]) ||
@@ -367,7 +371,9 @@ static sa_status plan_kernels(const sa_kernel_set *ks, sa_plan *p) {
                    "kernel set '%s' lacks a kernel for q %s, k %s, v %s, o %s",
                    ks->name, sa_dtype_name(p->q_type), sa_dtype_name(p->k_type),
                    sa_dtype_name(p->v_type), sa_dtype_name(p->o_type));
-  p->q_direct = p->q_type == SA_BF16 && p->k_type == SA_BF16 && ks->score_bf16;
+  p->q_direct =
+      p->q_type == SA_BF16 && p->k_type == SA_BF16 && ks->score_bf16 &&
+      !(ks->decode_rows && !p->mods && !p->scan && sa_decode_by_rows(p));
   return SA_OK;
 }
 

@@ -235,6 +235,14 @@ static inline int sa_rows_apart(const sa_plan *p) {
   return !p->table && (p->k.seq != p->kdim || p->v.seq != p->vdim);
 }
 
+/* Decode whose tiles can take the set's decode_rows in turns: one query
+ * position, tiles of at most SA_DECODE_ROWS rows, keys paged finer than a
+ * key block (list_keys) or token-major. The shape alone decides. */
+static inline int sa_decode_by_rows(const sa_plan *p) {
+  return (p->list_keys || sa_rows_apart(p)) && p->len_q == 1 &&
+         p->block_q <= SA_DECODE_ROWS;
+}
+
 /* Batch item b's query rows, and its keys (ragged, paged or valid length). */
 static inline size_t sa_batch_len_q(const sa_plan *p, size_t b) {
   return p->cu_q ? (size_t)(p->cu_q[b + 1] - p->cu_q[b]) : p->len_q;

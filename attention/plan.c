@@ -465,8 +465,7 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   /* ...and when decode's tiles may run together (attention.c) with Q or O
    * narrow, each tile's Q widened and O staged, as run_tile does for one */
   size_t gtog = 0;
-  if (!ov && (p->list_keys || sa_rows_apart(p)) && p->len_q == 1 &&
-      p->block_q <= SA_DECODE_ROWS &&
+  if (!ov && sa_decode_by_rows(p) &&
       (p->q_type != SA_F32 || p->o_type != SA_F32))
     ov = mul_ov(SA_TOGETHER_MAX * p->block_q, p->dim_qk + p->dim_v, &gtog);
   if (ov || add_ov(p->gather, gadd, &p->kvgather) ||
