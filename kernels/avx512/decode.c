@@ -14,7 +14,7 @@
  * the three kernels would pay a call each and a rescale per page
  * (docs/DESIGN.md, "The decode kernel", which has the measurements: f32
  * rows run fastest in chunks of 128 keys with the touches, narrow ones in
- * chunks of 32 without).
+ * chunks of 128 too (32 until 0.11.4), without).
  *
  * Per chunk, as the contract's composition does:
  *  - dots: DM rows x DN keys of vector accumulators over d, K read as it
@@ -362,9 +362,12 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
   const size_t krow = sa_decode_row_bytes(kt, d);
   const size_t vrow = sa_decode_row_bytes(vt, dv);
   const size_t rowb = krow > vrow ? krow : vrow;
-  /* f32 rows stream in long chunks with their pages touched ahead; with
-   * K and V both narrow the kernel is nearer bound by its instructions
-   * than by the stream, and short chunks without touches ran faster */
+  /* f32 rows stream with their pages touched ahead; with K and V both
+   * narrow the kernel is nearer bound by its instructions than by the
+   * stream, and touches gained nothing. Narrow chunks were 32 keys until
+   * 0.11.4; on a Zen 4, 16-key pages of f16 / q8_0 / bf16 decode 1.05-1.08x
+   * as fast in chunks of 128 (the online step and O's rescale a quarter as
+   * often), 64 half that */
   const int wide = kt == SA_F32 || vt == SA_F32;
   const size_t ch = wide ? CHUNK : CHUNK_NARROW;
   size_t ahead = (wide ? AHEAD : AHEAD_NARROW) / rowb;

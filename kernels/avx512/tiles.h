@@ -40,7 +40,7 @@ enum {
   SA_AVX512_WSUM_LEAD = 2,      /*   first LEAD rows stream V, the rest reuse */
   SA_AVX512_DECODE_CHUNK = 128, /* decode: keys a chunk while K or V is f32
                                    (docs/DESIGN.md, "The decode kernel") */
-  SA_AVX512_DECODE_CHUNK_NARROW = 32, /* and while both are narrow */
+  SA_AVX512_DECODE_CHUNK_NARROW = 128, /* and while both are narrow */
 };
 
 #endif /* SA_AVX512_TILES_H */
