@@ -371,9 +371,9 @@ static sa_status plan_kernels(const sa_kernel_set *ks, sa_plan *p) {
                    "kernel set '%s' lacks a kernel for q %s, k %s, v %s, o %s",
                    ks->name, sa_dtype_name(p->q_type), sa_dtype_name(p->k_type),
                    sa_dtype_name(p->v_type), sa_dtype_name(p->o_type));
-  p->q_direct =
-      p->q_type == SA_BF16 && p->k_type == SA_BF16 && ks->score_bf16 &&
-      !(ks->decode_rows && !p->mods && !p->scan && sa_decode_by_rows(p));
+  p->q_direct = p->q_type == SA_BF16 && p->k_type == SA_BF16 &&
+                ks->score_bf16 &&
+                !(sa_decode_rows_fit(ks, p) && sa_decode_by_rows(p));
   return SA_OK;
 }
 

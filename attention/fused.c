@@ -110,7 +110,7 @@ static void rows_at(const sa_plan *p, const sa_tile_io *t, size_t j0, size_t nb,
 /* The set's decode_rows can take the plan's rows: nothing around the
  * softmax it lacks, and f32 scores from Q (not score_bf16's bf16 Q). */
 static int rows_decodable(const sa_kernel_set *ks, const sa_plan *p) {
-  return ks->decode_rows && !p->mods && !p->scan && !p->q_direct;
+  return sa_decode_rows_fit(ks, p) && !p->q_direct;
 }
 
 /* A paged cache finer than a key block, read through the set's
@@ -249,8 +249,7 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
  * widened Q and staged O (narrow), and O not Q (an f32 O would be zeroed
  * over its queries before the last turn). */
 int sa_fused_together(const sa_kernel_set *ks, const sa_plan *p) {
-  return (rows_listed(ks, p) || (sa_rows_apart(p) && rows_decodable(ks, p))) &&
-         p->len_q == 1 && p->block_q <= SA_DECODE_ROWS && !p->in_place &&
+  return rows_decodable(ks, p) && sa_decode_by_rows(p) && !p->in_place &&
          ((p->q_type == SA_F32 && p->o_type == SA_F32) || p->together);
 }
 

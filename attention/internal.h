@@ -235,6 +235,13 @@ static inline int sa_rows_apart(const sa_plan *p) {
   return !p->table && (p->k.seq != p->kdim || p->v.seq != p->vdim);
 }
 
+/* The set has a decode_rows, and the plan asks nothing around the softmax
+ * that it lacks (no score_mod step, no scan for masked keys). */
+static inline int sa_decode_rows_fit(const sa_kernel_set *ks,
+                                     const sa_plan *p) {
+  return ks->decode_rows && !p->mods && !p->scan;
+}
+
 /* Decode whose tiles can take the set's decode_rows in turns: one query
  * position, tiles of at most SA_DECODE_ROWS rows, keys paged finer than a
  * key block (list_keys) or token-major. The shape alone decides. */
