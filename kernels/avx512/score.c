@@ -122,7 +122,18 @@ dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
     for (size_t c = 0; c < DN; c++)
       acc[r][c] = _mm512_setzero_ps();
   size_t p = 0;
-  for (; p + 16 <= d; p += 16) {
+  /* One row (decode without GQA): each K row read whole before the next,
+   * so its lines arrive in address order for the hardware prefetchers,
+   * the cursor named as before. 32 heads, 4096 keys from memory, one Zen 4
+   * core: 1.03-1.05x as fast (decode.c's dots measure the same way) */
+  for (size_t c = 0; mr == 1 && c < DN; c++)
+    for (p = 0; p + 16 <= d; p += 16) {
+      if (pf)
+        sa_prefetch_next(pf, limit, 0, 1);
+      acc[0][c] = _mm512_fmadd_ps(_mm512_loadu_ps(q + p),
+                                  _mm512_loadu_ps(kr[c] + p), acc[0][c]);
+    }
+  for (; mr > 1 && p + 16 <= d; p += 16) {
     __m512 b[DN];
     for (size_t c = 0; c < DN; c++) {
       if (pf)
