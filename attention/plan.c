@@ -340,6 +340,33 @@ static void wide_blocks(const sa_plan *p, size_t *block_q, size_t *block_kv) {
   *block_kv = SA_WIDE_BLOCK_KV;
 }
 
+/* Paged decode of f32 K and V with nothing around the softmax takes the
+ * decode blocks of a contiguous cache, so 256-key pages (shorter than
+ * those) go through decode_rows in turns as finer pages do (fused.c),
+ * instead of the three kernels a 256-key block in place: every kernel call
+ * restarts the K or V stream, and one every 256 keys cost 8-10 %
+ * (h32/kv8 batch 8, one Zen 4 core: 256-key pages 1.08-1.09x the
+ * contiguous time, now 1.00x; a contiguous cache in 256-key blocks 1.08-1.10x).
+ * Narrow caches keep 256-key blocks: decode_rows's narrow rows are slower
+ * than score_t's and wsum_t's (f16 level, bf16 1.06x slower through it).
+ * A window or a mask would leave blocks partial, and those take the
+ * three kernels on rows gathered from pages shorter than the block. */
+static int paged_f32_decode(const sa_plan *p) {
+  return p->len_q == 1 && p->k_type == SA_F32 && p->v_type == SA_F32 &&
+         !p->mods && !p->window;
+}
+
+/* Other paged calls: SA_DEFAULT_BLOCK_KV keys a block, so that 256-key
+ * pages are read in place; decode on longer pages, a page a block up to
+ * the contiguous cache's (decode_block), since every kernel call restarts
+ * the K or V stream: f16 2048-key pages in 256-key blocks ran at 1.22x the
+ * contiguous time (h32/kv8 batch 8, one Zen 4 core). */
+static size_t paged_block(const sa_plan *p, size_t decode_block) {
+  if (p->len_q != 1 || p->page <= SA_DEFAULT_BLOCK_KV)
+    return SA_DEFAULT_BLOCK_KV;
+  return p->page < decode_block ? p->page : decode_block;
+}
+
 size_t sa_wide_dims(void) {
   const size_t q = SA_WIDE_BLOCK_Q, kv = SA_WIDE_BLOCK_KV;
   /* floats of L2: (kv + q) x (dim_qk + dim_v) of K, V, Q and O rows, and
@@ -420,12 +447,14 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
   p->block_q = block_q < p->len_q ? block_q : p->len_q;
   if (p->len_q == 1 && p->group > 1) /* decode: a KV group's heads as rows */
     p->block_q = block_q < p->group ? block_q : p->group;
-  if (block_kv == 0) /* the context leaves it to the call's shape */
-    block_kv = p->table                           ? SA_DEFAULT_BLOCK_KV
-               : p->block_q <= SA_DECODE_FEW_ROWS ? SA_DECODE_FEW_BLOCK_KV
-               : p->block_q <= SA_DECODE_ROWS     ? SA_DECODE_BLOCK_KV
-               : p->block_q <= SA_GROUP_ROWS      ? SA_GROUP_BLOCK_KV
-                                                  : SA_DEFAULT_BLOCK_KV;
+  if (block_kv == 0) { /* the context leaves it to the call's shape */
+    block_kv = p->block_q <= SA_DECODE_FEW_ROWS ? SA_DECODE_FEW_BLOCK_KV
+               : p->block_q <= SA_DECODE_ROWS   ? SA_DECODE_BLOCK_KV
+               : p->block_q <= SA_GROUP_ROWS    ? SA_GROUP_BLOCK_KV
+                                                : SA_DEFAULT_BLOCK_KV;
+    if (p->table && !paged_f32_decode(p))
+      block_kv = paged_block(p, block_kv);
+  }
   p->block_kv = block_kv < p->len_kv ? block_kv : p->len_kv;
 
   /* Fused: the scores tile, five floats per row (mx, l, alpha, slope,

@@ -45,6 +45,7 @@ typedef struct spec {
   sa_mask mask;
   int side;
   int in_place;
+  size_t page; /* PAGED: keys a page (0: 16) */
 } spec;
 
 /* Units (elements, or q8_0 blocks) of a row of d values. */
@@ -132,7 +133,8 @@ static void run_case(const spec *s, const combo *c) {
   d.dim_v = s->dv;
   d.mask = s->mask;
   int32_t cuq[8], cuk[8], *table = NULL;
-  size_t qn = s->b, ql = s->lq, kn = s->b, kl = s->lk, page = 16, npages = 0;
+  size_t qn = s->b, ql = s->lq, kn = s->b, kl = s->lk,
+         page = s->page ? s->page : 16, npages = 0;
   if (s->side == RAGGED) {
     cuq[0] = cuk[0] = 0;
     for (size_t b = 0; b < s->b; b++) {
@@ -287,24 +289,26 @@ static void run_case(const spec *s, const combo *c) {
 }
 
 static const spec specs[] = {
-    {"decode gqa", 2, 8, 2, 1, 700, 64, 64, SA_MASK_NONE, DENSE, 0},
+    {"decode gqa", 2, 8, 2, 1, 700, 64, 64, SA_MASK_NONE, DENSE, 0, 0},
     {"prefill causal", 1, 2, 1, 45, 45, 96, 64, SA_MASK_CAUSAL_TOP_LEFT, DENSE,
+     0, 0},
+    {"cross blhd", 2, 2, 2, 7, 131, 32, 96, SA_MASK_NONE, BLHD, 0, 0},
+    {"ragged", 3, 4, 2, 9, 40, 64, 32, SA_MASK_CAUSAL_BOTTOM_RIGHT, RAGGED, 0,
      0},
-    {"cross blhd", 2, 2, 2, 7, 131, 32, 96, SA_MASK_NONE, BLHD, 0},
-    {"ragged", 3, 4, 2, 9, 40, 64, 32, SA_MASK_CAUSAL_BOTTOM_RIGHT, RAGGED, 0},
-    {"paged 16", 3, 4, 1, 2, 90, 64, 64, SA_MASK_CAUSAL_BOTTOM_RIGHT, PAGED, 0},
+    {"paged 16", 3, 4, 1, 2, 90, 64, 64, SA_MASK_CAUSAL_BOTTOM_RIGHT, PAGED, 0,
+     0},
     /* 64 tiles: a sequence's KV heads run together, 16 a task on one
      * thread and 8 on three (narrow Q and O staged per tile) */
-    {"paged 16 decode batch", 4, 32, 16, 1, 300, 64, 64, SA_MASK_NONE, PAGED,
+    {"paged 16 decode batch", 4, 32, 16, 1, 300, 64, 64, SA_MASK_NONE, PAGED, 0,
      0},
-    {"blhd decode batch", 4, 32, 16, 1, 300, 64, 64, SA_MASK_NONE, BLHD, 0},
-    {"in place", 1, 3, 3, 20, 33, 64, 64, SA_MASK_NONE, DENSE, 1},
+    {"blhd decode batch", 4, 32, 16, 1, 300, 64, 64, SA_MASK_NONE, BLHD, 0, 0},
+    {"in place", 1, 3, 3, 20, 33, 64, 64, SA_MASK_NONE, DENSE, 1, 0},
 };
 
 /* Odd sizes where q8_0 is not asked for: every tail of the f16 and bf16
  * kernels reached through the driver. */
 static const spec odd = {
-    "odd d", 2, 2, 1, 13, 29, 33, 17, SA_MASK_CAUSAL_TOP_LEFT, DENSE, 0};
+    "odd d", 2, 2, 1, 13, 29, 33, 17, SA_MASK_CAUSAL_TOP_LEFT, DENSE, 0, 0};
 
 /* Tiles of 200 rows over 96-key blocks (contexts made for these): on the
  * causal diagonal the fused driver takes a tile's rows in groups, a short
@@ -312,10 +316,20 @@ static const spec odd = {
  * type, bf16 Q and K straight to score_bf16 included. */
 static const spec wide[] = {
     {"causal wide tiles", 1, 2, 1, 330, 330, 64, 64, SA_MASK_CAUSAL_TOP_LEFT,
-     DENSE, 0},
+     DENSE, 0, 0},
     {"causal br wide tiles", 1, 2, 2, 300, 420, 32, 64,
-     SA_MASK_CAUSAL_BOTTOM_RIGHT, BLHD, 0},
+     SA_MASK_CAUSAL_BOTTOM_RIGHT, BLHD, 0, 0},
 };
+
+/* Decode on pages longer than 256 keys with the library's own blocks: f32
+ * K and V go through decode_rows in turns (pages shorter than the decode
+ * block), narrow ones a page a block in place (attention/plan.c); the last
+ * page partial. */
+static const spec deflt[] = {
+    {"paged 300 decode, default blocks", 2, 8, 2, 1, 700, 64, 64, SA_MASK_NONE,
+     PAGED, 0, 300},
+};
+static const combo all_f32 = {SA_F32, SA_F32, SA_F32, SA_F32};
 
 /* sa_kv_append rounds f32 rows into an f16, bf16 or q8_0 paged cache
  * exactly as sa_convert does, copies rows of the cache's own type, and
@@ -383,14 +397,15 @@ static void test_append(void) {
     }
 }
 
-/* Every set's contexts of 1 and 3 threads with these block sizes, the
- * previous ones (if any) destroyed; 0 if one could not be made. */
-static int contexts(size_t block_q, size_t block_kv) {
+/* Every set's contexts of 1 and 3 threads with these block sizes (0: the
+ * library's), the previous ones (if any) destroyed, unless !make; 0 if one
+ * could not be made. */
+static int contexts(int make, size_t block_q, size_t block_kv) {
   for (int i = 0; i < nsets; i++) {
     if (ctx1[i])
       sa_context_destroy(ctx1[i]), sa_context_destroy(ctx3[i]);
     ctx1[i] = ctx3[i] = NULL;
-    if (!block_q)
+    if (!make)
       continue;
     ctx1[i] = t_context_new(sets[i]->name, 1, SA_PIN_NONE, block_q, block_kv);
     ctx3[i] = t_context_new(sets[i]->name, 3, SA_PIN_NONE, block_q, block_kv);
@@ -403,7 +418,7 @@ static int contexts(size_t block_q, size_t block_kv) {
 int main(void) {
   t_seed(15);
   nsets = t_runnable_sets(sets, MAX_SETS);
-  if (!contexts(16, 32))
+  if (!contexts(1, 16, 32))
     return t_finish("test_dtypes");
   for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++)
     for (size_t ci = 0; ci < NCOMBO; ci++)
@@ -412,11 +427,18 @@ int main(void) {
     if (combos[ci].k != SA_Q8_0 && combos[ci].v != SA_Q8_0)
       run_case(&odd, &combos[ci]);
   test_append();
-  if (!contexts(200, 96))
+  if (!contexts(1, 200, 96))
     return t_finish("test_dtypes");
   for (size_t si = 0; si < sizeof wide / sizeof wide[0]; si++)
     for (size_t ci = 0; ci < NCOMBO; ci++)
       run_case(&wide[si], &combos[ci]);
-  contexts(0, 0);
+  if (!contexts(1, 0, 0))
+    return t_finish("test_dtypes");
+  for (size_t si = 0; si < sizeof deflt / sizeof deflt[0]; si++) {
+    for (size_t ci = 0; ci < NCOMBO; ci++)
+      run_case(&deflt[si], &combos[ci]);
+    run_case(&deflt[si], &all_f32);
+  }
+  contexts(0, 0, 0);
   return t_finish("test_dtypes");
 }
