@@ -113,10 +113,11 @@ static int rows_decodable(const sa_kernel_set *ks, const sa_plan *p) {
   return sa_decode_rows_fit(ks, p) && !p->q_direct;
 }
 
-/* A paged cache finer than a key block, read through the set's
- * decode_rows (for tiles of at most SA_DECODE_ROWS rows). */
+/* A paged cache finer than a key block, or a contiguous one plan.c lists
+ * for it, read through the set's decode_rows (for tiles of at most
+ * SA_DECODE_ROWS rows). */
 static int rows_listed(const sa_kernel_set *ks, const sa_plan *p) {
-  return rows_decodable(ks, p) && p->table && !sa_pages_in_place(p);
+  return rows_decodable(ks, p) && p->list_keys;
 }
 
 /* A block whose rows see keys [0, hib[i]) of it, hib not all equal (the
@@ -168,8 +169,9 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
    * every row sees, its rows' addresses listed page by page, score to
    * weighted sum in one call whose chunks span pages (the three kernels
    * would pay a gather per block, or three calls and a rescale per page).
-   * On long contiguous blocks the three kernels stream K and V at least as
-   * fast (docs/DESIGN.md, "The decode kernel"), so they keep those. */
+   * Contiguous f32 caches take it too for GQA groups of 3 to 8 heads
+   * (plan.c, contiguous_by_rows); other contiguous tiles keep the three
+   * kernels, which stream K and V at least as fast there. */
   const int dec = m <= SA_DECODE_ROWS && rows_listed(ks, p);
   /* Scores are taken in log2 units: scale * log2(e) in score's epilogue,
    * and the online step's exp becomes exp2, whose range reduction is a

@@ -170,8 +170,8 @@ typedef struct sa_plan {
   const int32_t *table;        /* paged keys, or NULL */
   size_t table_ld, page, npages;
   size_t kvgather;     /* paged, small pages: a key block gathered, in buf */
-  size_t rowlist;      /* paged decode: list_keys K, then V row addresses */
-  size_t list_keys;    /* keys a paged decode call takes at most */
+  size_t rowlist;      /* listed decode: list_keys K, then V row addresses */
+  size_t list_keys;    /* keys a listed decode call takes at most */
   size_t together;     /* decode in turns (paged or token-major) with a
                           narrow Q or O: the f32 Q rows then O rows of
                           SA_TOGETHER_MAX tiles, in buf (0: none) */
@@ -244,9 +244,11 @@ static inline int sa_decode_rows_fit(const sa_kernel_set *ks,
 
 /* Decode whose tiles can take the set's decode_rows in turns: one query
  * position, tiles of at most SA_DECODE_ROWS rows, keys paged finer than a
- * key block (list_keys) or token-major. The shape alone decides. */
+ * key block (listed) or token-major. The shape alone decides. (A
+ * contiguous head-major cache listed for decode_rows gains nothing from
+ * turns: its tiles go one at a time.) */
 static inline int sa_decode_by_rows(const sa_plan *p) {
-  return (p->list_keys || sa_rows_apart(p)) && p->len_q == 1 &&
+  return ((p->table && p->list_keys) || sa_rows_apart(p)) && p->len_q == 1 &&
          p->block_q <= SA_DECODE_ROWS;
 }
 

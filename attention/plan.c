@@ -356,6 +356,25 @@ static int paged_f32_decode(const sa_plan *p) {
          !p->mods && !p->window;
 }
 
+/* Decode of a GQA group of 3 to SA_DECODE_FEW_ROWS query heads over a
+ * contiguous head-major f32 cache, with nothing around the softmax: its
+ * tiles take decode_rows one at a time, rows listed a block at a time
+ * (fused.c), rather than the three kernels. Its chunks read 128-256 keys
+ * of K, then of V, with one online step each; the three kernels stream
+ * the 4096-key block's K, then its V. h32 over 8 or 4 KV heads (4 or 8
+ * rows), batch 8 of 512-4096 keys, one Zen 4 core, paths alternated:
+ * avx2 0.79-0.87x the three kernels' time, avx512 0.93-0.95x; two
+ * threads 0.75-0.94x and 0.95-0.97x; batch 1 (split-KV) 0.91-0.95x. Left
+ * out: 2 rows (level), 16 (avx512 0.89x but avx2 1.15x), 1 (paged f32
+ * decode through decode_rows ran 1.09-1.14x the contiguous three
+ * kernels'), and narrow caches (decode_rows's narrow rows are slower than
+ * score_t's and wsum_t's: docs/DESIGN.md, "Narrow caches in turns"). */
+static int contiguous_by_rows(const sa_plan *p) {
+  return !p->table && !sa_rows_apart(p) && p->len_q == 1 &&
+         p->k_type == SA_F32 && p->v_type == SA_F32 && !p->mods && !p->window &&
+         p->block_q > 2 && p->block_q <= SA_DECODE_FEW_ROWS;
+}
+
 /* Other paged calls: SA_DEFAULT_BLOCK_KV keys a block, so that 256-key
  * pages are read in place; decode on longer pages, a page a block up to
  * the contiguous cache's (decode_block), since every kernel call restarts
@@ -481,14 +500,16 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
    * pointers a key at an even float offset */
   size_t gkv = 0, glist = 0;
   p->list_keys = 0;
-  if (!ov && p->table && !sa_pages_in_place(p)) {
+  const int paged_list = p->table && !sa_pages_in_place(p);
+  if (!ov && (paged_list || (fused && contiguous_by_rows(p)))) {
     /* a decode call takes up to SA_DECODE_BLOCK_KV keys (fewer calls, and
      * the kernel's prefetch runs on across pages within one) */
     p->list_keys =
         p->len_kv < SA_DECODE_BLOCK_KV ? p->len_kv : SA_DECODE_BLOCK_KV;
     if (p->list_keys < p->block_kv)
       p->list_keys = p->block_kv;
-    ov = mul_ov(p->block_kv, p->dim_qk + p->dim_v, &gkv) || /* f32: the most */
+    ov = (paged_list && /* f32: the most */
+          mul_ov(p->block_kv, p->dim_qk + p->dim_v, &gkv)) ||
          mul_ov(p->list_keys, 2 * sizeof(void *) / sizeof(float), &glist);
   }
   /* ...and when decode's tiles may run together (attention.c) with Q or O
