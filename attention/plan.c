@@ -347,13 +347,15 @@ static void wide_blocks(const sa_plan *p, size_t *block_q, size_t *block_kv) {
  * restarts the K or V stream, and one every 256 keys cost 8-10 %
  * (h32/kv8 batch 8, one Zen 4 core: 256-key pages 1.08-1.09x the
  * contiguous time, now 1.00x; a contiguous cache in 256-key blocks 1.08-1.10x).
- * Narrow caches keep 256-key blocks: decode_rows's narrow rows are slower
- * than score_t's and wsum_t's (f16 level, bf16 1.06x slower through it).
+ * Up to SA_DECODE_FEW_ROWS rows, as contiguous_by_rows: with 16 (h32/kv2)
+ * avx512 ran 0.91x the time through it but avx2 1.06-1.07x. Narrow caches
+ * keep 256-key blocks: decode_rows's narrow rows are slower than score_t's
+ * and wsum_t's (f16 level, bf16 1.06x slower through it).
  * A window or a mask would leave blocks partial, and those take the
  * three kernels on rows gathered from pages shorter than the block. */
 static int paged_f32_decode(const sa_plan *p) {
   return p->len_q == 1 && p->k_type == SA_F32 && p->v_type == SA_F32 &&
-         !p->mods && !p->window;
+         !p->mods && !p->window && p->block_q <= SA_DECODE_FEW_ROWS;
 }
 
 /* Decode of a GQA group of 3 to SA_DECODE_FEW_ROWS query heads over a

@@ -31,6 +31,7 @@
  * real prefill).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -771,6 +772,142 @@ static void add_pair(int ai, int bi, const sa_kernel_set *ks, int threads_b) {
     sa_bench_timing(b);
 }
 
+/* ---------------------------------------------------------- plain reads */
+
+/* What memory allows a paged decode, measured beside it: the K and V rows
+ * the paged shape's decode reads, in the order it reads them, and the same
+ * rows of the contiguous cache in its order, each read by a plain loop
+ * that names every line READ_AHEAD bytes ahead into L2 (the decode
+ * kernel's prefetch, without its arithmetic). Paged: a sequence's KV heads
+ * in turns of READ_TURN keys (the driver's turns), each turn in chunks of
+ * READ_CHUNK keys, K rows then V rows; contiguous: one head after another,
+ * the same chunks. The pair "pair/plain-read/<paged>_over_<contiguous>"
+ * reports the two medians and their ratio, which serving.md prints under
+ * the paged check it bounds. */
+enum { READ_AHEAD = 6144, READ_TURN = 256, READ_CHUNK = 128 };
+
+/* Row offsets from K's (even) or V's (odd: 1 + 2 x) start, in read order;
+ * n rows. */
+static size_t *read_order(const shape *s, const layout_data *ld, int paged,
+                          size_t row, size_t *n) {
+  size_t total = 0;
+  for (size_t b = 0; b < s->batch; b++)
+    total += 2 * s->hkv * seq_len(s, b);
+  size_t *off = malloc((total ? total : 1) * sizeof *off), x = 0;
+  if (!off)
+    abort();
+  for (size_t b = 0; b < s->batch; b++) {
+    size_t len = seq_len(s, b), turn = paged ? READ_TURN : len;
+    for (size_t t0 = 0; t0 < len; t0 += turn)
+      for (size_t h = 0; h < s->hkv; h++)
+        for (size_t c0 = t0; c0 < t0 + turn && c0 < len; c0 += READ_CHUNK)
+          for (int side = 0; side < 2; side++)
+            for (size_t j = c0; j < c0 + READ_CHUNK && j < t0 + turn && j < len;
+                 j++) {
+              size_t r = ((b * s->hkv + h) * s->lkv + j) * row;
+              if (paged) {
+                size_t pg =
+                    (size_t)ld->table[b * (s->lkv / s->page) + j / s->page];
+                r = ((pg * s->hkv + h) * s->page + j % s->page) * row;
+              }
+              off[x++] = 2 * r + (size_t)side;
+            }
+  }
+  *n = x;
+  return off;
+}
+
+/* Every byte of the n rows (row bytes each, a multiple of 32) at off. */
+static uint64_t read_rows(const char *k, const char *v, const size_t *off,
+                          size_t n, size_t row) {
+  const size_t ahead = READ_AHEAD / row ? READ_AHEAD / row : 1;
+  uint64_t acc[4] = {0, 0, 0, 0};
+  for (size_t x = 0; x < n; x++) {
+    if (x + ahead < n) {
+      size_t o = off[x + ahead];
+      const char *r = (o & 1 ? v : k) + o / 2;
+      for (size_t b = 0; b < row; b += 64)
+        __builtin_prefetch(r + b, 0, 2);
+    }
+    const char *r = (off[x] & 1 ? v : k) + off[x] / 2;
+    for (size_t b = 0; b < row; b += 32)
+      for (int w = 0; w < 4; w++) {
+        uint64_t u;
+        memcpy(&u, r + b + 8 * (size_t)w, sizeof u);
+        acc[w] += u;
+      }
+  }
+  return acc[0] ^ acc[1] ^ acc[2] ^ acc[3];
+}
+
+typedef struct read_arg {
+  int paged, contiguous; /* shapes */
+} read_arg;
+
+static void bm_read_pair(sa_bench_state *st, void *argp) {
+  read_arg *a = argp;
+  const shape *s = &shapes[a->paged];
+  shape_data *sd = data_for(a->paged);
+  const size_t row = sa_dtype_bytes(s->kvt, s->d);
+  size_t na, nb;
+  size_t *oa = read_order(s, &sd->ld, 1, row, &na);
+  size_t *ob = read_order(&shapes[a->contiguous], &sd->ld, 0, row, &nb);
+  static double ta[PAIR_SAMPLES], tb[PAIR_SAMPLES];
+  size_t n = 0, it = 0;
+  volatile uint64_t sink = 0;
+  while (sa_bench_keep_running(st)) {
+    size_t c = it++ % sd->copies;
+    const char *k = (const char *)sd->k + c * sd->kv_bytes;
+    const char *v = (const char *)sd->v + c * sd->kv_bytes;
+    int b_first = (int)(it & 1);
+    double t0 = sa_bench_now();
+    sink ^=
+        b_first ? read_rows(k, v, ob, nb, row) : read_rows(k, v, oa, na, row);
+    double t1 = sa_bench_now();
+    sink ^=
+        b_first ? read_rows(k, v, oa, na, row) : read_rows(k, v, ob, nb, row);
+    double t2 = sa_bench_now();
+    if (n < PAIR_SAMPLES) {
+      ta[n] = b_first ? t2 - t1 : t1 - t0;
+      tb[n] = b_first ? t1 - t0 : t2 - t1;
+      n++;
+    }
+  }
+  free(oa);
+  free(ob);
+  double ma = median_of(ta, n), mb = median_of(tb, n);
+  sa_bench_counter(st, "ms_a", ma * 1e3, SA_BENCH_PLAIN);
+  sa_bench_counter(st, "ms_b", mb * 1e3, SA_BENCH_PLAIN);
+  sa_bench_counter(st, "ratio", mb > 0 ? ma / mb : 0.0, SA_BENCH_PLAIN);
+  sa_bench_counter(st, "GBps_a", ma > 0 ? (double)(na * row) / ma * 1e-9 : 0.0,
+                   SA_BENCH_PLAIN);
+  sa_bench_counter(st, "GBps_b", mb > 0 ? (double)(nb * row) / mb * 1e-9 : 0.0,
+                   SA_BENCH_PLAIN);
+}
+
+/* The plain reads beside each f32 paged decode shape, once per run. */
+static void add_read_pairs(void) {
+  for (size_t i = 0; i < n_shapes; i++)
+    for (size_t j = 0; j < n_shapes; j++) {
+      const shape *s = &shapes[i], *o = &shapes[j];
+      if (s->kind != PAGED || s->kvt != SA_F32 || o->kind != MIXED || o->blhd ||
+          o->kvt != SA_F32 || o->hkv != s->hkv || o->lkv != s->lkv ||
+          o->d != s->d || s->lkv % s->page)
+        continue;
+      read_arg *a = calloc(1, sizeof *a); /* lives until exit */
+      if (!a)
+        abort();
+      *a = (read_arg){(int)i, (int)j};
+      char name[200];
+      snprintf(name, sizeof name, "pair/plain-read/%.63s_over_%.63s", s->name,
+               o->name);
+      sa_bench *b = sa_bench_register(name, bm_read_pair, a);
+      sa_bench_set_unit(b, SA_BENCH_MS);
+      sa_bench_timing(b);
+      break;
+    }
+}
+
 /* The serving checks' pairs, one-thread runs only: each paged shape over
  * the head-major contiguous one of its size, ragged prefill over separate
  * calls, and the longest MQA decode (split-KV) on 1 thread over 2. */
@@ -951,4 +1088,6 @@ void sa_bench_register_attention(void) {
     if (ks != oracle && sa_bench_timed(ks))
       add_pairs(ks);
   }
+  if (sa_bench_cfg.threads == 1)
+    add_read_pairs();
 }

@@ -428,9 +428,13 @@ typedef struct sa_context_options {
                          128 for fused prefill when block_kv is 0 too and a
                          core's L2 holds the blocks, see README) */
   size_t block_kv;    /* keys per fused step; 0 = library default (256;
-                         512 with those 128 rows; on a cache that is not
-                         paged, 4096 for decode tiles of at most 8 rows,
-                         1024 for 9-16 rows, 512 for 17-32) */
+                         512 with those 128 rows; 4096 for decode tiles of
+                         at most 8 rows, 1024 for 9-16 rows, 512 for 17-32,
+                         on a cache that is not paged; paged decode
+                         (0.11.5): 4096 for an f32 cache, tiles of at most
+                         8 rows and no mask, window, softcap or ALiBi, else
+                         the page if over 256 keys, up to the figures
+                         above) */
   /* --- 0.2: where the workers go, and whose memory the scratch is. */
   /* NULL: every CPU the process may use. Else a list of OS CPU numbers
    * ("0-7,16-23", hwloc/taskset list syntax) that pinned workers are
