@@ -340,6 +340,15 @@ static void wide_blocks(const sa_plan *p, size_t *block_q, size_t *block_kv) {
   *block_kv = SA_WIDE_BLOCK_KV;
 }
 
+/* Decode (one query position) of f32 K and V with nothing around the
+ * softmax (no mask, score_mod step or window) in tiles of at most
+ * SA_DECODE_FEW_ROWS rows: what decode_rows takes at least as fast as the
+ * three kernels on both x86 sets (below). */
+static int f32_decode_few(const sa_plan *p) {
+  return p->len_q == 1 && p->k_type == SA_F32 && p->v_type == SA_F32 &&
+         !p->mods && !p->window && p->block_q <= SA_DECODE_FEW_ROWS;
+}
+
 /* Paged decode of f32 K and V with nothing around the softmax takes the
  * decode blocks of a contiguous cache, so 256-key pages (shorter than
  * those) go through decode_rows in turns as finer pages do (fused.c),
@@ -353,10 +362,7 @@ static void wide_blocks(const sa_plan *p, size_t *block_q, size_t *block_kv) {
  * and wsum_t's (f16 level, bf16 1.06x slower through it).
  * A window or a mask would leave blocks partial, and those take the
  * three kernels on rows gathered from pages shorter than the block. */
-static int paged_f32_decode(const sa_plan *p) {
-  return p->len_q == 1 && p->k_type == SA_F32 && p->v_type == SA_F32 &&
-         !p->mods && !p->window && p->block_q <= SA_DECODE_FEW_ROWS;
-}
+static int paged_f32_decode(const sa_plan *p) { return f32_decode_few(p); }
 
 /* Decode of a GQA group of 3 to SA_DECODE_FEW_ROWS query heads over a
  * contiguous head-major f32 cache, with nothing around the softmax: its
@@ -372,9 +378,7 @@ static int paged_f32_decode(const sa_plan *p) {
  * kernels'), and narrow caches (decode_rows's narrow rows are slower than
  * score_t's and wsum_t's: docs/DESIGN.md, "Narrow caches in turns"). */
 static int contiguous_by_rows(const sa_plan *p) {
-  return !p->table && !sa_rows_apart(p) && p->len_q == 1 &&
-         p->k_type == SA_F32 && p->v_type == SA_F32 && !p->mods && !p->window &&
-         p->block_q > 2 && p->block_q <= SA_DECODE_FEW_ROWS;
+  return !p->table && !sa_rows_apart(p) && f32_decode_few(p) && p->block_q > 2;
 }
 
 /* Other paged calls: SA_DEFAULT_BLOCK_KV keys a block, so that 256-key
