@@ -6,15 +6,21 @@
  *
  * Decode is a stream: each K and V byte is used by the m rows of one call
  * and never again, so its speed is how fast K and V arrive. Here a chunk's
- * scores stay in a tile on the stack (16 x CHUNK floats), and the rows are
- * read as one stream, a chunk's K rows, its V rows, the next chunk's K
- * rows: the dot products and the value sums prefetch it a few KiB ahead, a
- * row per row they read, and (K or V f32) touch the 4 KiB page of the row
- * 16 KiB on. The driver uses it for pages shorter than a key block, where
- * the three kernels would pay a call each and a rescale per page
- * (docs/DESIGN.md, "The decode kernel", which has the measurements: f32
- * rows run fastest in chunks of 128 keys with the touches, narrow ones in
- * chunks of 128 too (32 until 0.11.4), without).
+ * scores stay in a tile on the stack (16 x CHUNK floats, two of them), and
+ * the chunks run in a pipeline that reads K and V side by side: the first
+ * pass of chunk c's value sums goes WG keys at a time, woven with chunk c
+ * + 1's dot products, WG keys at a time (a chunk at a time while K and V
+ * are both narrow). Each of the two lanes, K's rows and V's, is prefetched
+ * AHEAD bytes of key pairs ahead of its reader, a row per row read, and (K
+ * or V f32) the 4 KiB page of the row FAR bytes of pairs on is touched.
+ * Until 0.11.6 the rows were read as one stream, a chunk's K rows then its
+ * V rows: a core's reads go faster with both in flight (docs/DESIGN.md,
+ * "K and V side by side", which has the measurements). The driver uses it
+ * for pages shorter than a key block, where the three kernels would pay a
+ * call each and a rescale per page, and for GQA groups over contiguous f32
+ * caches (docs/DESIGN.md, "The decode kernel": f32 rows run fastest in
+ * chunks of 128 keys with the touches, narrow ones in chunks of 128 too (32
+ * until 0.11.4), without).
  *
  * Per chunk, as the contract's composition does:
  *  - dots: DM rows x DN keys of vector accumulators over d, K read as it
@@ -63,28 +69,29 @@ enum {
   CHUNK_NARROW = SA_AVX512_DECODE_CHUNK_NARROW, /* K and V both narrow */
   DM = SA_AVX512_DM,
   DN = SA_AVX512_DN,
-  AHEAD = 6144,        /* bytes of rows a row is prefetched before it is
-                          read, K or V f32 */
+  AHEAD = 12288,       /* bytes of key pairs (a K row and a V row) a row is
+                          prefetched before it is read, K or V f32 */
   AHEAD_NARROW = 8192, /* K and V both narrow */
   FAR = 16384,         /* and its page first touched (K or V f32) */
+  WG = 32,             /* keys of K, then of V, in the woven pass (f32) */
   SEQ_M = 1            /* f32 K rows read one by one for m <= SEQ_M (dots) */
 };
 
-/* A chunk's stream, in the order it is read: its K rows (k, nc of them),
- * its V rows (v), the next chunk's K rows (kn, nk of them); rows krow and
- * vrow bytes; prefetched `ahead` rows before they are read, and their
- * pages touched `far` rows before (0: not). */
-typedef struct stream_ahead {
-  const void *const *k, *const *v, *const *kn;
-  size_t nc, nk, krow, vrow, ahead, far;
-} stream_ahead;
+/* One of the two streams a call reads, K's rows or V's: the chunk being
+ * read (a, na rows) then the next (b, nb); rows `bytes` long, prefetched
+ * `ahead` rows before they are read and their pages touched `far` rows
+ * before (0: not); pc is the next row to prefetch. */
+typedef struct lane {
+  const void *const *a, *const *b;
+  size_t na, nb, bytes, ahead, far, pc;
+} lane;
 
 #define AI static inline __attribute__((always_inline))
 
 typedef __m512 (*exp16_fn)(__m512);
 
-/* Every 64-byte line of [row, row + bytes), into L2: rows are named 6-8
- * KiB ahead of the reader in the order it reads them (prefetch_ahead).
+/* Every 64-byte line of [row, row + bytes), into L2: rows are named a few
+ * KiB ahead of their reader in the order it reads them (lane_read).
  * Until 0.9.1 a whole chunk was named ahead (a chunk's V rows during its
  * dot products, the next chunk's K rows during its value sums: 32 KiB each
  * at d = 128, f32), into L2. 0.9.1 named rows nearer, into L1 (T0), with
@@ -119,27 +126,34 @@ AI void touch_page(const char *row, size_t bytes) {
     _mm_prefetch(row, _MM_HINT_T1);
 }
 
-/* Row x of the chunk's stream (NULL past its end), and its bytes. */
-AI const char *stream_row(const stream_ahead *st, size_t x, size_t *bytes) {
-  *bytes = st->krow;
-  if (x < st->nc)
-    return st->k[x];
-  if (x - st->nc < st->nc) {
-    *bytes = st->vrow;
-    return st->v[x - st->nc];
-  }
-  return x - 2 * st->nc < st->nk ? st->kn[x - 2 * st->nc] : NULL;
+/* Row x of the lane (NULL past its end). */
+AI const char *lane_row(const lane *ln, size_t x) {
+  if (x < ln->na)
+    return ln->a[x];
+  return x - ln->na < ln->nb ? ln->b[x - ln->na] : NULL;
 }
 
-/* Called as row x of the stream is read: the row `ahead` rows on is
- * prefetched, and the page of the row `far` rows on touched. */
-AI void prefetch_ahead(const stream_ahead *st, size_t x) {
-  size_t bytes;
-  const char *row = stream_row(st, x + st->ahead, &bytes);
-  if (row)
-    prefetch_row(row, bytes);
-  if (st->far && (row = stream_row(st, x + st->far, &bytes)))
-    touch_page(row, bytes);
+/* Called as row x of the lane is read: every row up to x + ahead is
+ * prefetched, each once, and the page `far` rows on touched. */
+AI void lane_read(lane *ln, size_t x) {
+  while (ln->pc <= x + ln->ahead) {
+    const char *row = lane_row(ln, ln->pc);
+    if (!row)
+      return;
+    prefetch_row(row, ln->bytes);
+    if (ln->far && (row = lane_row(ln, ln->pc + ln->far - ln->ahead)))
+      touch_page(row, ln->bytes);
+    ln->pc++;
+  }
+}
+
+/* The lane moves on a chunk; b: the rows of the one after. */
+AI void lane_next(lane *ln, const void *const *b, size_t nb) {
+  ln->pc = ln->pc > ln->na ? ln->pc - ln->na : 0;
+  ln->a = ln->b;
+  ln->na = ln->nb;
+  ln->b = b;
+  ln->nb = nb;
 }
 
 /* Values p .. p + 32 of a row of type t, rem of them valid (q8_0: p a
@@ -209,33 +223,39 @@ AI void dots(sa_dtype t, size_t mr, size_t d, const float *q, size_t ldq,
   sa_dots_store(mr, acc, scale, s, lds, nk);
 }
 
-/* The chunk's scores, s[i][0..nc) for every row, K rows at st->k[j]; the
- * stream is prefetched meanwhile, a row per key. */
-AI void chunk_dots(sa_dtype t, size_t m, size_t d, const float *q, size_t ldq,
-                   const stream_ahead *st, float scale, float *s, int eo) {
-  const size_t nc = st->nc;
-  const void *const *k = st->k;
-  for (size_t j0 = 0; j0 < nc; j0 += DN) {
-    size_t nk = nc - j0 < DN ? nc - j0 : DN;
-    const char *kr[DN];
-    for (size_t c = 0; c < DN; c++)
-      kr[c] = k[c < nk ? j0 + c : j0];
-    for (size_t c = 0; c < nk; c++)
-      prefetch_ahead(st, j0 + c);
-    for (size_t i0 = 0; i0 < m; i0 += DM) {
+/* Scores of the nk <= DN keys at kr (DN pointers) for every row, into
+ * s[i][0..nk). */
+AI void group_dots(sa_dtype t, size_t m, size_t d, const float *q, size_t ldq,
+                   const char *const *kr, size_t nk, float scale, float *s,
+                   int eo) {
+  for (size_t i0 = 0; i0 < m; i0 += DM) {
 #define DOTS(r)                                                                \
   if (eo)                                                                      \
-    dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, CHUNK, nk,       \
-         scale, 1, 0);                                                         \
+    dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK, CHUNK, nk, scale, 1,  \
+         0);                                                                   \
   else if (t == SA_F32 && m <= SEQ_M)                                          \
-    dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, CHUNK, nk,       \
-         scale, 0, 1);                                                         \
+    dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK, CHUNK, nk, scale, 0,  \
+         1);                                                                   \
   else                                                                         \
-    dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, CHUNK, nk,       \
-         scale, 0, 0)
-      SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
+    dots(t, r, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK, CHUNK, nk, scale, 0, 0)
+    SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
 #undef DOTS
-    }
+  }
+}
+
+/* The scores of keys [j0, j1) of the lane's chunk (a multiple of DN apart
+ * but for the chunk's end), read through the lane. */
+AI void keys_dots(sa_dtype t, size_t m, size_t d, const float *q, size_t ldq,
+                  lane *kl, size_t j0, size_t j1, float scale, float *s,
+                  int eo) {
+  for (; j0 < j1; j0 += DN) {
+    size_t nk = j1 - j0 < DN ? j1 - j0 : DN;
+    const char *kr[DN];
+    for (size_t c = 0; c < DN; c++)
+      kr[c] = kl->a[c < nk ? j0 + c : j0];
+    for (size_t c = 0; c < nk; c++)
+      lane_read(kl, j0 + c);
+    group_dots(t, m, d, q, ldq, kr, nk, scale, s + j0, eo);
   }
 }
 
@@ -283,38 +303,39 @@ static void online_row(float *s, size_t nc, float *mx, float *l, float *alpha,
 }
 
 /* ---- value sums: o[r][c0 ..) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..]
- * for rows 0..mr, NV vectors of columns (cn of them valid); with pf, the
- * stream is prefetched, a row per V row used. mr and NV constants at every
+ * for rows 0..mr, NV vectors of columns (cn of them valid), in three
+ * steps: zero, one key at a time, store. mr and NV constants at every
  * call. */
-AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
-             const void *const *v, size_t c0, size_t cn, const float *alpha,
-             float *o, size_t ldo, int pf, const stream_ahead *st) {
-  __m512 acc[8][8];
+AI void sums_zero(size_t mr, size_t NV, __m512 acc[8][8]) {
 #pragma GCC unroll 8
   for (size_t r = 0; r < mr; r++)
 #pragma GCC unroll 8
     for (size_t c = 0; c < NV; c++)
       acc[r][c] = _mm512_setzero_ps();
-  for (size_t j = 0; j < nc; j++) {
-    if (pf)
-      prefetch_ahead(st, nc + j);
-    __m512 b[8];
+}
+
+AI void sums_key(sa_dtype t, size_t mr, size_t NV, const float *p,
+                 const char *vj, size_t c0, size_t cn, __m512 acc[8][8]) {
+  __m512 b[8];
 #pragma GCC unroll 4
-    for (size_t g = 0; g < NV / 2; g++) {
-      size_t at = 32 * g;
-      if (at < cn)
-        load32(t, 1, v[j], c0 + at, cn - at, &b[2 * g], &b[2 * g + 1]);
-      else
-        b[2 * g] = b[2 * g + 1] = _mm512_setzero_ps();
-    }
-#pragma GCC unroll 8
-    for (size_t r = 0; r < mr; r++) {
-      __m512 a = _mm512_set1_ps(p[r * CHUNK + j]);
-#pragma GCC unroll 8
-      for (size_t c = 0; c < NV; c++)
-        acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
-    }
+  for (size_t g = 0; g < NV / 2; g++) {
+    size_t at = 32 * g;
+    if (at < cn)
+      load32(t, 1, vj, c0 + at, cn - at, &b[2 * g], &b[2 * g + 1]);
+    else
+      b[2 * g] = b[2 * g + 1] = _mm512_setzero_ps();
   }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++) {
+    __m512 a = _mm512_set1_ps(p[r * CHUNK]);
+#pragma GCC unroll 8
+    for (size_t c = 0; c < NV; c++)
+      acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+  }
+}
+
+AI void sums_store(sa_dtype t, size_t mr, size_t NV, size_t c0, size_t cn,
+                   const float *alpha, float *o, size_t ldo, __m512 acc[8][8]) {
   /* bf16's sums, as evens and odds, in column order */
   for (size_t r = 0; t == SA_BF16 && r < mr; r++)
     for (size_t c = 0; c < NV; c += 2)
@@ -335,15 +356,75 @@ AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
   }
 }
 
-/* Every row and column of the chunk, in passes over its V rows of RB rows
- * and 16 NV columns each (as many as the registers hold); the first pass
- * prefetches. */
+/* The sums to L1 (out) or back (!out), 16 floats apart. */
+AI void sums_park(size_t mr, size_t NV, float *mem, __m512 acc[8][8], int out) {
+#pragma GCC unroll 8
+  for (size_t r = 0; r < mr; r++)
+#pragma GCC unroll 8
+    for (size_t c = 0; c < NV; c++) {
+      float *x = mem + 16 * (r * NV + c);
+      if (out)
+        _mm512_store_ps(x, acc[r][c]);
+      else
+        acc[r][c] = _mm512_load_ps(x);
+    }
+}
+
+/* One pass over the chunk's nc V rows (found in cache: the first pass has
+ * read them). */
+AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
+             const void *const *v, size_t c0, size_t cn, const float *alpha,
+             float *o, size_t ldo) {
+  __m512 acc[8][8];
+  sums_zero(mr, NV, acc);
+  for (size_t j = 0; j < nc; j++)
+    sums_key(t, mr, NV, p + j, v[j], c0, cn, acc);
+  sums_store(t, mr, NV, c0, cn, alpha, o, ldo, acc);
+}
+
+/* The first pass of the value sums over the chunk in V's lane (rows
+ * 0..mr, columns 0..cn, scores p), woven with the dot products of the
+ * chunk in K's lane (the next, scores into sn): wg keys of one, wg of the
+ * other. The pass's sums wait in L1 while the dot products hold the
+ * registers (16 loads and 16 stores per group at most). */
+AI void woven(sa_dtype kt, sa_dtype vt, size_t mr, size_t NV, size_t m,
+              size_t d, size_t cn, size_t wg, const float *q, size_t ldq,
+              float scale, int eo, lane *kl, lane *vl, const float *p,
+              float *sn, const float *alpha, float *o, size_t ldo) {
+  _Alignas(64) float accm[16 * 16];
+  __m512 acc[8][8];
+  sums_zero(mr, NV, acc);
+  sums_park(mr, NV, accm, acc, 1);
+  const size_t nc = vl->na, nk = kl->na, end = nc > nk ? nc : nk;
+  for (size_t g = 0; g < end; g += wg) {
+    if (g < nk)
+      keys_dots(kt, m, d, q, ldq, kl, g, g + wg < nk ? g + wg : nk, scale, sn,
+                eo);
+    if (g < nc) {
+      sums_park(mr, NV, accm, acc, 0);
+      for (size_t j = g; j < g + wg && j < nc; j++) {
+        lane_read(vl, j);
+        sums_key(vt, mr, NV, p + j, vl->a[j], 0, cn, acc);
+      }
+      sums_park(mr, NV, accm, acc, 1);
+    }
+  }
+  sums_park(mr, NV, accm, acc, 0);
+  sums_store(vt, mr, NV, 0, cn, alpha, o, ldo, acc);
+}
+
+/* Every row and column of the chunk but the first pass's (woven), in
+ * passes over its V rows of RB rows and 16 NV columns each (as many as the
+ * registers hold). */
 AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
                    const void *const *v, const float *alpha, float *o,
-                   size_t ldo, const stream_ahead *st) {
+                   size_t ldo) {
 #define PASS(r, NV, i0)                                                        \
-  sums(t, r, NV, nc, p + (i0)*CHUNK, v, c0, cn, alpha + (i0), o + (i0)*ldo,    \
-       ldo, pf, st)
+  do {                                                                         \
+    if (!pf)                                                                   \
+      sums(t, r, NV, nc, p + (i0)*CHUNK, v, c0, cn, alpha + (i0),              \
+           o + (i0)*ldo, ldo);                                                 \
+  } while (0)
   if (t == SA_F32 || m <= 2) { /* row pairs of 128 columns */
     for (size_t c0 = 0; c0 < dv; c0 += 128) {
       size_t cn = dv - c0 < 128 ? dv - c0 : 128;
@@ -382,46 +463,98 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
 _Static_assert(CHUNK <= SA_DECODE_CHUNK_MAX && CHUNK_NARROW <= CHUNK,
                "decode's lists and tile hold a chunk");
 
-/* sa_decode_chunks' loop with the phases inlined for one pair of types (the
- * online step is per row here, exp16 passed in). */
+/* Rows of chunk c of src (chunks of ch keys, n keys in all): their
+ * addresses, written into buf if need be (NULL past the last chunk), and
+ * in *nr how many. */
+AI const void *const *chunk_rows(const sa_decode_src *src, size_t c, size_t ch,
+                                 size_t n, const void **buf, size_t *nr) {
+  *nr = c * ch < n ? (n - c * ch < ch ? n - c * ch : ch) : 0;
+  return *nr ? sa_decode_rows_at(src, c * ch, *nr, buf) : NULL;
+}
+
+/* A lane over src's chunks 0 and 1. */
+AI lane lane_start(const sa_decode_src *src, size_t ch, size_t n,
+                   const void *buf[3][CHUNK], size_t bytes, size_t ahead,
+                   size_t far) {
+  lane ln = {NULL, NULL, 0, 0, bytes, ahead, far, 0};
+  ln.a = chunk_rows(src, 0, ch, n, buf[0], &ln.na);
+  ln.b = chunk_rows(src, 1, ch, n, buf[1], &ln.nb);
+  return ln;
+}
+
+/* The lane moves on to chunk c + 1, with chunk c + 2 after it. */
+AI void lane_step(lane *ln, const sa_decode_src *src, size_t c, size_t ch,
+                  size_t n, const void *buf[3][CHUNK]) {
+  size_t nb;
+  const void *const *b = chunk_rows(src, c + 2, ch, n, buf[(c + 2) % 3], &nb);
+  lane_next(ln, b, nb);
+}
+
+/* The chunks in a pipeline: chunk 0's dot products alone, then per chunk
+ * c its online step, the first pass of its value sums woven with chunk c +
+ * 1's dot products, and its other passes. K's lane runs a chunk ahead of
+ * V's; three lists each, as a lane holds two and the third is written. */
 AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
                      size_t dv, const float *q, size_t ldq,
                      const sa_decode_src *k, const sa_decode_src *v,
                      float scale, float *mx, float *l, float *o, size_t ldo,
                      exp16_fn exp16) {
-  _Alignas(64) float s[SA_DECODE_ROWS * CHUNK];
+  _Alignas(64) float s[2][SA_DECODE_ROWS * CHUNK];
   float alpha[SA_DECODE_ROWS];
-  const void *kbuf[2][CHUNK], *vbuf[CHUNK];
+  const void *kbuf[3][CHUNK], *vbuf[3][CHUNK];
   const size_t krow = sa_decode_row_bytes(kt, d);
   const size_t vrow = sa_decode_row_bytes(vt, dv);
-  const size_t rowb = krow > vrow ? krow : vrow;
   /* f32 rows stream with their pages touched ahead; with K and V both
    * narrow the kernel is nearer bound by its instructions than by the
-   * stream, and touches gained nothing. Narrow chunks were 32 keys until
+   * stream, and touches gained nothing, nor did weaving 8 keys at a time
+   * (16-key pages, h32/kv8 batch 8: f16 1.02x, q8_0 1.08x the time of a
+   * chunk at a time). Narrow chunks were 32 keys until
    * 0.11.4; on a Zen 4, 16-key pages of f16 / q8_0 / bf16 decode 1.05-1.08x
    * as fast in chunks of 128 (the online step and O's rescale a quarter as
-   * often), 64 half that */
+   * often), 64 half that. */
   const int wide = kt == SA_F32 || vt == SA_F32;
-  const size_t ch = wide ? CHUNK : CHUNK_NARROW;
-  size_t ahead = (wide ? AHEAD : AHEAD_NARROW) / rowb;
-  ahead = ahead < 4 ? 4 : ahead > ch ? ch : ahead;
-  size_t far = wide ? FAR / rowb : 0;
+  const size_t ch = wide ? CHUNK : CHUNK_NARROW, wg = wide ? WG : ch;
+  size_t ahead = (wide ? AHEAD : AHEAD_NARROW) / (krow + vrow);
+  ahead = ahead < 2 ? 2 : ahead > ch ? ch : ahead;
+  size_t far = wide ? FAR / (krow + vrow) : 0;
   far = far > ch ? ch : far;
   /* bf16 K: Q's rows as evens and odds (widen.h), if they fit */
   _Alignas(64) float qe[SA_BF16_EO_FLOATS];
   const int eo = kt == SA_BF16 && sa_bf16_eo_q(m, d, &q, &ldq, qe);
-  const void *const *kr = sa_decode_rows_at(k, 0, n < ch ? n : ch, kbuf[0]);
-  for (size_t j0 = 0, b = 0; j0 < n; j0 += ch, b ^= 1) {
-    size_t nc = n - j0 < ch ? n - j0 : ch;
-    size_t rest = n - j0 - nc, nk = rest < ch ? rest : ch;
-    const void *const *vr = sa_decode_rows_at(v, j0, nc, vbuf);
-    const void *const *kn = sa_decode_rows_at(k, j0 + nc, nk, kbuf[b ^ 1]);
-    const stream_ahead st = {kr, vr, kn, nc, nk, krow, vrow, ahead, far};
-    chunk_dots(kt, m, d, q, ldq, &st, scale, s, eo);
+  /* the columns of the first value-sum pass, as chunk_sums' */
+  const size_t W = vt == SA_F32 || m <= 2 ? 128 : m <= 4 ? 64 : 32;
+  const size_t cn = dv < W ? dv : W;
+  lane kl = lane_start(k, ch, n, kbuf, krow, ahead, far);
+  lane vl = lane_start(v, ch, n, vbuf, vrow, ahead, far);
+  keys_dots(kt, m, d, q, ldq, &kl, 0, kl.na, scale, s[0], eo);
+  lane_step(&kl, k, 0, ch, n, kbuf);
+  for (size_t c = 0; vl.na; c++) {
+    float *p = s[c & 1], *sn = s[(c & 1) ^ 1];
+    const size_t nc = vl.na;
     for (size_t i = 0; i < m; i++)
-      online_row(s + i * CHUNK, nc, &mx[i], &l[i], &alpha[i], exp16);
-    chunk_sums(vt, m, nc, dv, s, vr, alpha, o, ldo, &st);
-    kr = kn;
+      online_row(p + i * CHUNK, nc, &mx[i], &l[i], &alpha[i], exp16);
+#define WOVEN(r, NV)                                                           \
+  woven(kt, vt, r, NV, m, d, cn, wg, q, ldq, scale, eo, &kl, &vl, p, sn,       \
+        alpha, o, ldo)
+    if (vt == SA_F32 || m <= 2) {
+      if (m >= 2)
+        WOVEN(2, 8);
+      else
+        WOVEN(1, 8);
+    } else if (m <= 4) {
+      if (m == 4)
+        WOVEN(4, 4);
+      else
+        WOVEN(3, 4);
+    } else {
+#define W2(r) WOVEN(r, 2)
+      SA_UNROLL_1_8(m < 8 ? m : 8, W2);
+#undef W2
+    }
+#undef WOVEN
+    chunk_sums(vt, m, nc, dv, p, vl.a, alpha, o, ldo);
+    lane_step(&kl, k, c + 1, ch, n, kbuf);
+    lane_step(&vl, v, c, ch, n, vbuf);
   }
 }
 
