@@ -18,7 +18,7 @@
  * call restarts the K or V stream the prefetchers follow (see
  * docs/DESIGN.md, "Element types"). Paged caches keep SA_DEFAULT_BLOCK_KV,
  * so that 256-key pages are still read in place, except decode (plan.c:
- * paged_f32_decode, paged_block). */
+ * f32_decode_few, paged_block). */
 #define SA_DECODE_ROWS 16
 #define SA_DECODE_BLOCK_KV 1024
 /* ...and those of at most SA_DECODE_FEW_ROWS rows (MHA's one, GQA groups

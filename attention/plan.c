@@ -343,17 +343,12 @@ static void wide_blocks(const sa_plan *p, size_t *block_q, size_t *block_kv) {
 /* Decode (one query position) of f32 K and V with nothing around the
  * softmax (no mask, score_mod step or window) in tiles of at most
  * SA_DECODE_FEW_ROWS rows: what decode_rows takes at least as fast as the
- * three kernels on both x86 sets (below). */
-static int f32_decode_few(const sa_plan *p) {
-  return p->len_q == 1 && p->k_type == SA_F32 && p->v_type == SA_F32 &&
-         !p->mods && !p->window && p->block_q <= SA_DECODE_FEW_ROWS;
-}
-
-/* Paged decode of f32 K and V with nothing around the softmax takes the
- * decode blocks of a contiguous cache, so 256-key pages (shorter than
- * those) go through decode_rows in turns as finer pages do (fused.c),
- * instead of the three kernels a 256-key block in place: every kernel call
- * restarts the K or V stream, and one every 256 keys cost 8-10 %
+ * three kernels on both x86 sets (below).
+ *
+ * Paged, it takes the decode blocks of a contiguous cache, so 256-key pages
+ * (shorter than those) go through decode_rows in turns as finer pages do
+ * (fused.c), instead of the three kernels a 256-key block in place: every
+ * kernel call restarts the K or V stream, and one every 256 keys cost 8-10 %
  * (h32/kv8 batch 8, one Zen 4 core: 256-key pages 1.08-1.09x the
  * contiguous time, now 1.00x; a contiguous cache in 256-key blocks 1.08-1.10x).
  * Up to SA_DECODE_FEW_ROWS rows, as contiguous_by_rows: with 16 (h32/kv2)
@@ -362,7 +357,10 @@ static int f32_decode_few(const sa_plan *p) {
  * and wsum_t's (f16 level, bf16 1.06x slower through it).
  * A window or a mask would leave blocks partial, and those take the
  * three kernels on rows gathered from pages shorter than the block. */
-static int paged_f32_decode(const sa_plan *p) { return f32_decode_few(p); }
+static int f32_decode_few(const sa_plan *p) {
+  return p->len_q == 1 && p->k_type == SA_F32 && p->v_type == SA_F32 &&
+         !p->mods && !p->window && p->block_q <= SA_DECODE_FEW_ROWS;
+}
 
 /* Decode of a GQA group of 3 to SA_DECODE_FEW_ROWS query heads over a
  * contiguous head-major f32 cache, with nothing around the softmax: its
@@ -477,7 +475,7 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
                : p->block_q <= SA_DECODE_ROWS   ? SA_DECODE_BLOCK_KV
                : p->block_q <= SA_GROUP_ROWS    ? SA_GROUP_BLOCK_KV
                                                 : SA_DEFAULT_BLOCK_KV;
-    if (p->table && !paged_f32_decode(p))
+    if (p->table && !f32_decode_few(p))
       block_kv = paged_block(p, block_kv);
   }
   p->block_kv = block_kv < p->len_kv ? block_kv : p->len_kv;

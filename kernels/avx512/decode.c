@@ -147,15 +147,6 @@ AI void lane_read(lane *ln, size_t x) {
   }
 }
 
-/* The lane moves on a chunk; b: the rows of the one after. */
-AI void lane_next(lane *ln, const void *const *b, size_t nb) {
-  ln->pc = ln->pc > ln->na ? ln->pc - ln->na : 0;
-  ln->a = ln->b;
-  ln->na = ln->nb;
-  ln->b = b;
-  ln->nb = nb;
-}
-
 /* Values p .. p + 32 of a row of type t, rem of them valid (q8_0: p a
  * multiple of 32 and rem >= 32), widened into lo and hi (bf16 with eo: as
  * evens and odds, widen.h); lanes past rem are 0 and not read. */
@@ -415,13 +406,16 @@ AI void woven(sa_dtype kt, sa_dtype vt, size_t mr, size_t NV, size_t m,
 
 /* Every row and column of the chunk but the first pass's (woven), in
  * passes over its V rows of RB rows and 16 NV columns each (as many as the
- * registers hold). */
+ * registers hold). decode_typed picks the first pass's tile (WOVEN) and
+ * columns (W) by these same conditions; written once as a helper, its
+ * branches no longer folded per V type and the library's text grew from
+ * 2.2 to 2.8 MB. */
 AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
                    const void *const *v, const float *alpha, float *o,
                    size_t ldo) {
 #define PASS(r, NV, i0)                                                        \
   do {                                                                         \
-    if (!pf)                                                                   \
+    if (!first)                                                                \
       sums(t, r, NV, nc, p + (i0)*CHUNK, v, c0, cn, alpha + (i0),              \
            o + (i0)*ldo, ldo);                                                 \
   } while (0)
@@ -429,7 +423,7 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
     for (size_t c0 = 0; c0 < dv; c0 += 128) {
       size_t cn = dv - c0 < 128 ? dv - c0 : 128;
       for (size_t i0 = 0; i0 < m; i0 += 2) {
-        int pf = c0 == 0 && i0 == 0;
+        int first = c0 == 0 && i0 == 0;
         if (m - i0 >= 2)
           PASS(2, 8, i0);
         else
@@ -439,7 +433,7 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
   } else if (m <= 4) {
     for (size_t c0 = 0; c0 < dv; c0 += 64) {
       size_t cn = dv - c0 < 64 ? dv - c0 : 64;
-      int pf = c0 == 0;
+      int first = c0 == 0;
       if (m == 4)
         PASS(4, 4, 0);
       else
@@ -449,7 +443,7 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
     for (size_t i0 = 0; i0 < m; i0 += 8)
       for (size_t c0 = 0; c0 < dv; c0 += 32) {
         size_t cn = dv - c0 < 32 ? dv - c0 : 32;
-        int pf = i0 == 0 && c0 == 0;
+        int first = i0 == 0 && c0 == 0;
 #define PASS2(r) PASS(r, 2, i0)
         SA_UNROLL_1_8(m - i0 < 8 ? m - i0 : 8, PASS2);
 #undef PASS2
@@ -482,12 +476,14 @@ AI lane lane_start(const sa_decode_src *src, size_t ch, size_t n,
   return ln;
 }
 
-/* The lane moves on to chunk c + 1, with chunk c + 2 after it. */
+/* The lane moves on to chunk c + 1, with chunk c + 2 after it; its
+ * prefetch cursor keeps its place in the rows. */
 AI void lane_step(lane *ln, const sa_decode_src *src, size_t c, size_t ch,
                   size_t n, const void *buf[3][CHUNK]) {
-  size_t nb;
-  const void *const *b = chunk_rows(src, c + 2, ch, n, buf[(c + 2) % 3], &nb);
-  lane_next(ln, b, nb);
+  ln->pc = ln->pc > ln->na ? ln->pc - ln->na : 0;
+  ln->a = ln->b;
+  ln->na = ln->nb;
+  ln->b = chunk_rows(src, c + 2, ch, n, buf[(c + 2) % 3], &ln->nb);
 }
 
 /* The chunks in a pipeline: chunk 0's dot products alone, then per chunk
