@@ -49,6 +49,7 @@
  * left out of the score store; d and dv past their ends are read masked
  * (q8_0: whole blocks). Prefetches are issued only for keys below n.
  */
+#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
 #include <sleef.h>
@@ -84,29 +85,72 @@ enum {
 typedef struct lane {
   const void *const *a, *const *b;
   size_t na, nb, bytes, ahead, far, pc;
+  int l1; /* rows prefetched into L1, else L2 */
 } lane;
 
 #define AI static inline __attribute__((always_inline))
 
 typedef __m512 (*exp16_fn)(__m512);
 
-/* Every 64-byte line of [row, row + bytes), into L2: rows are named a few
- * KiB ahead of their reader in the order it reads them (lane_read).
- * Until 0.9.1 a whole chunk was named ahead (a chunk's V rows during its
- * dot products, the next chunk's K rows during its value sums: 32 KiB each
- * at d = 128, f32), into L2. 0.9.1 named rows nearer, into L1 (T0), with
- * pages touched ahead: on the Zen 5 VM 16-key pages read 1.17-1.29x
- * faster, 8 KiB ahead into L2 1.12x. On a Zen 4 (32 KiB L1D, where T0
- * prefetches slow even a plain read loop: 12-20 GB/s against 25 with none
- * and 26-29 with T1) the same rows named into L2 (0.11.1) ran decode 1.35x
- * as fast at m = 4 on contiguous rows and 1.45x on 16-key pages shuffled
- * through 512 MiB (m = 1: 1.47x / 1.57x, m = 8: 1.22x / 1.43x; f16 and q8_0
- * pages 1.05-1.10x; one core, builds alternated in one process). L2 it is,
- * which may cost Zen 5 up to a tenth here (not measured there since). */
-AI void prefetch_row(const char *row, size_t bytes) {
+/* Every 64-byte line of [row, row + bytes), into L1 (l1) or L2: rows are
+ * named a few KiB ahead of their reader in the order it reads them
+ * (lane_read). Until 0.9.1 a whole chunk was named ahead (a chunk's V rows
+ * during its dot products, the next chunk's K rows during its value sums:
+ * 32 KiB each at d = 128, f32), into L2. 0.9.1 named rows nearer, into L1
+ * (T0), with pages touched ahead: on the Zen 5 VM 16-key pages read
+ * 1.17-1.29x faster, 8 KiB ahead into L2 1.12x. On a Zen 4 (32 KiB L1D,
+ * where T0 prefetches slow even a plain read loop: 12-20 GB/s against 25
+ * with none and 26-29 with T1) the same rows named into L2 (0.11.1) ran
+ * decode 1.35x as fast at m = 4 on contiguous rows and 1.45x on 16-key
+ * pages shuffled through 512 MiB (m = 1: 1.47x / 1.57x, m = 8: 1.22x /
+ * 1.43x; f16 and q8_0 pages 1.05-1.10x; one core, builds alternated in one
+ * process). Back on a Zen 5 (48 KiB L1D) with 0.11.6's woven kernel, L1
+ * won again: rows from memory 0.81-0.90x the time of L2 (m = 1-8, f32),
+ * f16 / bf16 0.83-0.93x, q8_0 level, 16-key pages 0.96x; in L2 level. So
+ * the level follows the L1D's size (prefetch_into_l1). */
+AI void prefetch_row(const char *row, size_t bytes, int l1) {
   const char *x = (const char *)((uintptr_t)row & ~(uintptr_t)63);
-  for (; x < row + bytes; x += 64)
-    _mm_prefetch(x, _MM_HINT_T1);
+  if (l1)
+    for (; x < row + bytes; x += 64)
+      _mm_prefetch(x, _MM_HINT_T0);
+  else
+    for (; x < row + bytes; x += 64)
+      _mm_prefetch(x, _MM_HINT_T1);
+}
+
+/* The L1 data cache's size in bytes, from CPUID (leaf 4 on Intel, 0x80000005
+ * on AMD), or 0 where neither says. */
+static size_t l1d_bytes(void) {
+  unsigned a, b, c, d;
+  if (__get_cpuid_max(0, NULL) >= 4)
+    for (unsigned i = 0; i < 8 && __get_cpuid_count(4, i, &a, &b, &c, &d);
+         i++) {
+      if (!(a & 31))
+        break;
+      if ((a >> 5 & 7) == 1 && (a & 31) != 2)
+        return (size_t)((b >> 22) + 1) * ((b >> 12 & 1023) + 1) *
+               ((b & 4095) + 1) * ((size_t)c + 1);
+    }
+  if (__get_cpuid_max(0x80000000, NULL) >= 0x80000005 &&
+      __get_cpuid(0x80000005, &a, &b, &c, &d))
+    return (size_t)(c >> 24) * 1024;
+  return 0;
+}
+
+/* Whether lanes prefetch into L1: with an L1D of 48 KiB or more (Zen 5
+ * measured; Intel cores of that size take L1 too, unmeasured). Why the
+ * size, a reading not yet tested: a line named 12 KiB of key pairs ahead
+ * must outlive those reads and the second value-sum pass's, some 30 KiB
+ * of lines through the L1 before it is used, which a 32 KiB L1D may not
+ * hold. Read once, by the first call (racing calls store one value). */
+static int prefetch_into_l1(void) {
+  static int known; /* 0: not read yet, 1: L2, 2: L1 */
+  int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (!v) {
+    v = l1d_bytes() >= 48 * 1024 ? 2 : 1;
+    __atomic_store_n(&known, v, __ATOMIC_RELAXED);
+  }
+  return v == 2;
 }
 
 /* The first line of the last 4 KiB page that starts inside the row, if
@@ -140,7 +184,7 @@ AI void lane_read(lane *ln, size_t x) {
     const char *row = lane_row(ln, ln->pc);
     if (!row)
       return;
-    prefetch_row(row, ln->bytes);
+    prefetch_row(row, ln->bytes, ln->l1);
     if (ln->far && (row = lane_row(ln, ln->pc + ln->far - ln->ahead)))
       touch_page(row, ln->bytes);
     ln->pc++;
@@ -469,8 +513,8 @@ AI const void *const *chunk_rows(const sa_decode_src *src, size_t c, size_t ch,
 /* A lane over src's chunks 0 and 1. */
 AI lane lane_start(const sa_decode_src *src, size_t ch, size_t n,
                    const void *buf[3][CHUNK], size_t bytes, size_t ahead,
-                   size_t far) {
-  lane ln = {NULL, NULL, 0, 0, bytes, ahead, far, 0};
+                   size_t far, int l1) {
+  lane ln = {NULL, NULL, 0, 0, bytes, ahead, far, 0, l1};
   ln.a = chunk_rows(src, 0, ch, n, buf[0], &ln.na);
   ln.b = chunk_rows(src, 1, ch, n, buf[1], &ln.nb);
   return ln;
@@ -494,7 +538,7 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
                      size_t dv, const float *q, size_t ldq,
                      const sa_decode_src *k, const sa_decode_src *v,
                      float scale, float *mx, float *l, float *o, size_t ldo,
-                     exp16_fn exp16) {
+                     exp16_fn exp16, int l1) {
   _Alignas(64) float s[2][SA_DECODE_ROWS * CHUNK];
   float alpha[SA_DECODE_ROWS];
   const void *kbuf[3][CHUNK], *vbuf[3][CHUNK];
@@ -520,8 +564,8 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
   /* the columns of the first value-sum pass, as chunk_sums' */
   const size_t W = vt == SA_F32 || m <= 2 ? 128 : m <= 4 ? 64 : 32;
   const size_t cn = dv < W ? dv : W;
-  lane kl = lane_start(k, ch, n, kbuf, krow, ahead, far);
-  lane vl = lane_start(v, ch, n, vbuf, vrow, ahead, far);
+  lane kl = lane_start(k, ch, n, kbuf, krow, ahead, far, l1);
+  lane vl = lane_start(v, ch, n, vbuf, vrow, ahead, far, l1);
   keys_dots(kt, m, d, q, ldq, &kl, 0, kl.na, scale, s[0], eo);
   lane_step(&kl, k, 0, ch, n, kbuf);
   for (size_t c = 0; vl.na; c++) {
@@ -564,19 +608,19 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
     switch (vt) {                                                              \
     case SA_F16:                                                               \
       decode_typed(kt, SA_F16, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,     \
-                   ldo, exp16);                                                \
+                   ldo, exp16, 0);                                             \
       break;                                                                   \
     case SA_BF16:                                                              \
       decode_typed(kt, SA_BF16, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,    \
-                   ldo, exp16);                                                \
+                   ldo, exp16, 0);                                             \
       break;                                                                   \
     case SA_Q8_0:                                                              \
       decode_typed(kt, SA_Q8_0, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,    \
-                   ldo, exp16);                                                \
+                   ldo, exp16, 0);                                             \
       break;                                                                   \
     default:                                                                   \
       decode_typed(kt, SA_F32, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,     \
-                   ldo, exp16);                                                \
+                   ldo, exp16, 0);                                             \
       break;                                                                   \
     }                                                                          \
   }
@@ -586,10 +630,41 @@ DECODE_K(SA_BF16)
 DECODE_K(SA_Q8_0)
 #undef DECODE_K
 
+/* K and V of one type, rows prefetched into L1: f32, f16 and bf16 caches,
+ * where L1 measured faster; the other pairs keep L2 and one instantiation
+ * each (the file's text is half the library's). */
+static int decode_l1(size_t m, size_t n, size_t d, size_t dv, const float *q,
+                     size_t ldq, const sa_decode_src *k, sa_dtype kt,
+                     const sa_decode_src *v, sa_dtype vt, float scale,
+                     float *mx, float *l, float *o, size_t ldo,
+                     exp16_fn exp16) {
+  if (kt != vt || !prefetch_into_l1())
+    return 0;
+  switch (kt) {
+  case SA_F32:
+    decode_typed(SA_F32, SA_F32, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,
+                 ldo, exp16, 1);
+    return 1;
+  case SA_F16:
+    decode_typed(SA_F16, SA_F16, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,
+                 ldo, exp16, 1);
+    return 1;
+  case SA_BF16:
+    decode_typed(SA_BF16, SA_BF16, m, n, d, dv, q, ldq, k, v, scale, mx, l, o,
+                 ldo, exp16, 1);
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 static void decode_any(size_t m, size_t n, size_t d, size_t dv, const float *q,
                        size_t ldq, sa_decode_src k, sa_dtype kt,
                        sa_decode_src v, sa_dtype vt, float scale, float *mx,
                        float *l, float *o, size_t ldo, exp16_fn exp16) {
+  if (decode_l1(m, n, d, dv, q, ldq, &k, kt, &v, vt, scale, mx, l, o, ldo,
+                exp16))
+    return;
   switch (kt) {
   case SA_F16:
     decode_k_SA_F16(m, n, d, dv, q, ldq, &k, &v, vt, scale, mx, l, o, ldo,
