@@ -48,13 +48,15 @@ int sa_peak_parse(const char *spec);
 /* ------------------------------------------ memory probes: peak_mem.c */
 
 typedef struct sa_bench_bw {
-  double gbs;          /* the best pass, GB/s */
-  double gbs_plain;    /* the best pass without software prefetch */
-  double gbs_prefetch; /* the best pass prefetching every line */
-  double gbs_pages;    /* the best pass prefetching each page's first line */
-  double gbs_l2;       /* the best pass prefetching every line into L2 */
-  double gbs_streams;  /* the best pass reading several streams at once */
-  const char *isa;     /* whose read probe */
+  double gbs;             /* the best pass, GB/s */
+  double gbs_plain;       /* the best pass without software prefetch */
+  double gbs_prefetch;    /* the best pass prefetching every line */
+  double gbs_pages;       /* the best pass prefetching each page's first line */
+  double gbs_l2;          /* the best pass prefetching every line into L2 */
+  double gbs_streams;     /* the best pass reading several streams at once */
+  double gbs_lines_pages; /* the best pass prefetching every line and each
+                             page's first line further ahead */
+  const char *isa;        /* whose read probe */
 } sa_bench_bw;
 
 /* Bytes of last-level cache (every instance) hwloc reports; 0 unknown. */

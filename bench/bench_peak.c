@@ -153,7 +153,7 @@ static int mem_passes(void) { return sa_bench_cfg.quick ? 2 : 3; }
 static void bm_read(sa_bench_state *st, void *arg) {
   int n = (int)(intptr_t)arg;
   sa_peak_mem_buffer(); /* allocated and touched before any timing */
-  sa_bench_bw bw = {0, 0, 0, 0, 0, 0, NULL};
+  sa_bench_bw bw = {0, 0, 0, 0, 0, 0, 0, NULL};
   while (sa_bench_keep_running(st))
     bw = sa_peak_read_measure(n, mem_passes());
   /* Plain counters: each is the best pass of this repetition, timed by the
@@ -165,6 +165,7 @@ static void bm_read(sa_bench_state *st, void *arg) {
   sa_bench_counter(st, "GBps_prefetch_pages", bw.gbs_pages, SA_BENCH_PLAIN);
   sa_bench_counter(st, "GBps_prefetch_l2", bw.gbs_l2, SA_BENCH_PLAIN);
   sa_bench_counter(st, "GBps_streams", bw.gbs_streams, SA_BENCH_PLAIN);
+  sa_bench_counter(st, "GBps_lines_pages", bw.gbs_lines_pages, SA_BENCH_PLAIN);
   sa_bench_counter(st, "threads", n, SA_BENCH_PLAIN);
 }
 

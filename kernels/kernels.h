@@ -160,11 +160,14 @@ uint64_t sa_peak_fma__neon(uint64_t reps, float *sink);
  * busy); ahead > 0 also prefetches that many bytes ahead of each stream,
  * every line (every = 64) or only the lines at multiples of `every` bytes
  * (a power of two: 4096 names each page's first line, kernels/prefetch.h,
- * "Pages ahead"), into every cache level or (l2) into L2 and out. */
+ * "Pages ahead"), into every cache level or (l2) into L2 and out; far > 0
+ * also names each 4 KiB page's first line far bytes ahead, into every
+ * level, as the decode kernels touch their pages. */
 #define SA_PEAK_READ_BLOCK 512
 typedef struct sa_peak_read_way {
   size_t streams, ahead, every;
   int l2;
+  size_t far;
 } sa_peak_read_way;
 typedef uint64_t (*sa_peak_read_fn)(const void *buf, size_t bytes,
                                     const sa_peak_read_way *way);

@@ -32,18 +32,21 @@ sa_peak_read_prefetch(const char *t, size_t every, int l2) {
 
 /* The probes' loop, one body for every ISA (kernels.h has the way's
  * rules): BLOCK(q) reads the SA_PEAK_READ_BLOCK bytes at q into the
- * kernel's accumulators. A stream is prefetched only while the target
+ * kernel's accumulators. A stream is prefetched only while every target
  * lies inside it. */
 #define SA_PEAK_READ_LOOP(buf, bytes, way, BLOCK)                              \
   do {                                                                         \
     const char *base_ = (const char *)(buf);                                   \
     const size_t ns_ = (way)->streams ? (way)->streams : 1;                    \
     const size_t per_ = (bytes) / ns_, ahead_ = (way)->ahead;                  \
-    size_t i_ = 0, stop_ = ahead_ && per_ > ahead_ ? per_ - ahead_ : 0;        \
+    const size_t far_ = (way)->far, reach_ = far_ > ahead_ ? far_ : ahead_;    \
+    size_t i_ = 0, stop_ = ahead_ && per_ > reach_ ? per_ - reach_ : 0;        \
     for (; i_ < stop_; i_ += SA_PEAK_READ_BLOCK)                               \
       for (size_t s_ = 0; s_ < ns_; s_++) {                                    \
         const char *q_ = base_ + s_ * per_ + i_;                               \
         sa_peak_read_prefetch(q_ + ahead_, (way)->every, (way)->l2);           \
+        if (far_)                                                              \
+          sa_peak_read_prefetch(q_ + far_, 4096, 0);                           \
         BLOCK(q_);                                                             \
       }                                                                        \
     for (; i_ < per_; i_ += SA_PEAK_READ_BLOCK)                                \

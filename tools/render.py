@@ -345,11 +345,13 @@ def header_lines(run):
         pf = [v[3] for _, v in reads if "GBps_prefetch" in v[3]]
         if pf:
             ml += (" (without software prefetch / every line / each page's first"
-                   " line / every line into L2 / four streams: " + ", ".join(
+                   " line / every line into L2 / four streams / every line and each"
+                   " page's first line: " + ", ".join(
                        f"{sig(e['GBps_no_prefetch'])} / {sig(e['GBps_prefetch'])} / "
                        f"{sig(e.get('GBps_prefetch_pages', 0))} / "
                        f"{sig(e.get('GBps_prefetch_l2', 0))} / "
-                       f"{sig(e.get('GBps_streams', 0))}" for e in pf) + ")")
+                       f"{sig(e.get('GBps_streams', 0))} / "
+                       f"{sig(e.get('GBps_lines_pages', 0))}" for e in pf) + ")")
         ml += f"; decode rows' `bw` is of the {run.threads}-thread figure"
         triads = sorted((t, v) for (w, t), v in probes.items() if w == "triad")
         if triads:

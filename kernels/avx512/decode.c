@@ -105,9 +105,10 @@ typedef __m512 (*exp16_fn)(__m512);
  * pages shuffled through 512 MiB (m = 1: 1.47x / 1.57x, m = 8: 1.22x /
  * 1.43x; f16 and q8_0 pages 1.05-1.10x; one core, builds alternated in one
  * process). Back on a Zen 5 (48 KiB L1D) with 0.11.6's woven kernel, L1
- * won again: rows from memory 0.81-0.90x the time of L2 (m = 1-8, f32),
- * f16 / bf16 0.83-0.93x, q8_0 level, 16-key pages 0.96x; in L2 level. So
- * the level follows the L1D's size (prefetch_into_l1). */
+ * won again: rows from memory 0.74-0.81x the time of L2 (m = 1-8, f32;
+ * both ways in one library, docs/DESIGN.md, "Back into L1"), f16 / bf16
+ * 0.92-0.93x, 16-key pages 0.96x, rows in L2 1.00-1.03x. So the level
+ * follows the L1D's size (prefetch_into_l1). */
 AI void prefetch_row(const char *row, size_t bytes, int l1) {
   const char *x = (const char *)((uintptr_t)row & ~(uintptr_t)63);
   if (l1)
