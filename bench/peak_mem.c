@@ -57,7 +57,7 @@ enum { PREFETCH_L2 = 4096, STREAMS = 4 };
  * and each page's first line 16 KiB ahead, as the avx512 decode kernel
  * names its rows. On the Zen 5 VM, where that kernel's MHA decode read
  * 38.2 GB/s against a probe of 38.3, one stream so read 37.8-39.8 GB/s on
- * one core where the six ways above read 31-36 in the same runs, and
+ * one core where the six older ways read 31-36 in the same runs, and
  * 73-78 on two against 60-66 (2 and 8 KiB ahead about alike, two or four
  * streams slower). */
 enum { PREFETCH_LINES = 4096 };
