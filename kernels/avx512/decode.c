@@ -62,6 +62,7 @@
 #include "kernels/decode_chunks.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
+#include "kernels/prefetch.h"
 #include "kernels/unroll.h"
 
 enum {
@@ -111,12 +112,8 @@ typedef __m512 (*exp16_fn)(__m512);
  * follows the L1D's size (prefetch_into_l1). */
 AI void prefetch_row(const char *row, size_t bytes, int l1) {
   const char *x = (const char *)((uintptr_t)row & ~(uintptr_t)63);
-  if (l1)
-    for (; x < row + bytes; x += 64)
-      _mm_prefetch(x, _MM_HINT_T0);
-  else
-    for (; x < row + bytes; x += 64)
-      _mm_prefetch(x, _MM_HINT_T1);
+  for (; x < row + bytes; x += 64)
+    sa_prefetch_line(x, !l1);
 }
 
 /* The L1 data cache's size in bytes, from CPUID (leaf 4 on Intel, 0x80000005
