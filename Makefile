@@ -4,7 +4,7 @@
 #   make test           build (Release) and run the whole CTest suite
 #   make compare        build, benchmark every kernel set here (1 thread, then the
 #                       summary shapes on 2), print + write results and summary.csv
-#   make compare QUICK=1  the same on a tiny suite (about 30 s); THREADS=n for n workers
+#   make compare QUICK=1  the same on a tiny suite (about a minute); THREADS=n for n workers
 #   make accuracy       the accuracy table alone: every kernel set's error against
 #                       double precision, beside plain fp32 (QUICK=1: shorter rows)
 #   make test-aarch64   cross-build for AArch64 and run the suite under qemu

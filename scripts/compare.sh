@@ -23,7 +23,7 @@
 # Usage: scripts/compare.sh [--quick] [--threads N] [--mt-threads N] [--reps N]
 #                           [--min-time S] [--filter REGEX] [--build DIR]
 #                           [--out DIR]
-#   --quick      the tiny suite (about 30 s), and the accuracy sweep's short rows
+#   --quick      the tiny suite (about a minute), and the accuracy sweep's short rows
 #   --threads N  worker threads per context and for the baselines (default 1)
 #   --mt-threads N  threads of the second pass (2; 0: no second pass)
 #   --reps N     repetitions per benchmark, the table shows the median (3)
