@@ -43,7 +43,10 @@
  *    start at 0, and o = alpha * o + sum at the store, as wsum's beta: the
  *    running o never absorbs a chunk's terms one at a time. bf16 V is
  *    widened as evens and odds and its sums put back in column order at
- *    the store, as wsum_t.c's.
+ *    the store, as wsum_t.c's. Where the rows make three tiles or more
+ *    (f32 V, m >= 6), the woven pass runs every whole tile on each group
+ *    of keys (woven, decode_typed): only a left-over row reads the chunk
+ *    again.
  *
  * Tails: keys of a short last group re-read the group's first key and are
  * left out of the score store; d and dv past their ends are read masked
@@ -415,49 +418,62 @@ AI void sums(sa_dtype t, size_t mr, size_t NV, size_t nc, const float *p,
   sums_store(t, mr, NV, c0, cn, alpha, o, ldo, acc);
 }
 
-/* The first pass of the value sums over the chunk in V's lane (rows
- * 0..mr, columns 0..cn, scores p), woven with the dot products of the
- * chunk in K's lane (the next, scores into sn): wg keys of one, wg of the
- * other. The pass's sums wait in L1 while the dot products hold the
- * registers (16 loads and 16 stores per group at most). */
+/* The first pass of the value sums over the chunk in V's lane (columns
+ * 0..cn, scores p), for rows 0..wr in blocks of mr, woven with
+ * the dot products of the chunk in K's lane (the next, scores into sn): wg
+ * keys of one, wg of the other. Each block's sums wait in L1 while the dot
+ * products and the other blocks hold the registers (16 loads and 16 stores
+ * a block per group at most), so a group's V rows, read from memory by the
+ * first block, are in L1 for the others. */
 AI void woven(sa_dtype kt, sa_dtype vt, size_t mr, size_t NV, size_t m,
-              size_t d, size_t cn, size_t wg, const float *q, size_t ldq,
-              float scale, int eo, lane *kl, lane *vl, const float *p,
-              float *sn, const float *alpha, float *o, size_t ldo) {
-  _Alignas(64) float accm[16 * 16];
+              size_t wr, size_t d, size_t cn, size_t wg, const float *q,
+              size_t ldq, float scale, int eo, lane *kl, lane *vl,
+              const float *p, float *sn, const float *alpha, float *o,
+              size_t ldo) {
+  _Alignas(64) float accm[SA_DECODE_ROWS / 2][16 * 16];
   __m512 acc[8][8];
+  const size_t nb = wr / mr;
   sums_zero(mr, NV, acc);
-  sums_park(mr, NV, accm, acc, 1);
+  for (size_t b = 0; b < nb; b++)
+    sums_park(mr, NV, accm[b], acc, 1);
   const size_t nc = vl->na, nk = kl->na, end = nc > nk ? nc : nk;
   for (size_t g = 0; g < end; g += wg) {
     if (g < nk)
       keys_dots(kt, m, d, q, ldq, kl, g, g + wg < nk ? g + wg : nk, scale, sn,
                 eo);
-    if (g < nc) {
-      sums_park(mr, NV, accm, acc, 0);
-      for (size_t j = g; j < g + wg && j < nc; j++) {
-        lane_read(vl, j);
-        sums_key(vt, mr, NV, p + j, vl->a[j], 0, cn, acc);
-      }
-      sums_park(mr, NV, accm, acc, 1);
+    const size_t ge = g + wg < nc ? g + wg : nc;
+    for (size_t b = 0; b < nb; b++) {
+      const float *pb = p + b * mr * CHUNK;
+      sums_park(mr, NV, accm[b], acc, 0);
+      if (b == 0)
+        for (size_t j = g; j < ge; j++) {
+          lane_read(vl, j);
+          sums_key(vt, mr, NV, pb + j, vl->a[j], 0, cn, acc);
+        }
+      else
+        for (size_t j = g; j < ge; j++)
+          sums_key(vt, mr, NV, pb + j, vl->a[j], 0, cn, acc);
+      sums_park(mr, NV, accm[b], acc, 1);
     }
   }
-  sums_park(mr, NV, accm, acc, 0);
-  sums_store(vt, mr, NV, 0, cn, alpha, o, ldo, acc);
+  for (size_t b = 0; b < nb; b++) {
+    sums_park(mr, NV, accm[b], acc, 0);
+    sums_store(vt, mr, NV, 0, cn, alpha + b * mr, o + b * mr * ldo, ldo, acc);
+  }
 }
 
-/* Every row and column of the chunk but the first pass's (woven), in
- * passes over its V rows of RB rows and 16 NV columns each (as many as the
- * registers hold). decode_typed picks the first pass's tile (WOVEN) and
- * columns (W) by these same conditions; written once as a helper, its
- * branches no longer folded per V type and the library's text grew from
- * 2.2 to 2.8 MB. */
-AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
-                   const void *const *v, const float *alpha, float *o,
-                   size_t ldo) {
+/* Every row and column of the chunk but the first pass's (woven: rows
+ * 0..wr, columns 0..W), in passes over its V rows of RB rows and 16 NV
+ * columns each (as many as the registers hold). decode_typed picks the
+ * first pass's tile (WOVEN) and columns (W) by these same conditions;
+ * written once as a helper, its branches no longer folded per V type and
+ * the library's text grew from 2.2 to 2.8 MB. */
+AI void chunk_sums(sa_dtype t, size_t m, size_t wr, size_t nc, size_t dv,
+                   const float *p, const void *const *v, const float *alpha,
+                   float *o, size_t ldo) {
 #define PASS(r, NV, i0)                                                        \
   do {                                                                         \
-    if (!first)                                                                \
+    if (!(c0 == 0 && (i0) + (r) <= wr))                                        \
       sums(t, r, NV, nc, p + (i0)*CHUNK, v, c0, cn, alpha + (i0),              \
            o + (i0)*ldo, ldo);                                                 \
   } while (0)
@@ -465,7 +481,6 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
     for (size_t c0 = 0; c0 < dv; c0 += 128) {
       size_t cn = dv - c0 < 128 ? dv - c0 : 128;
       for (size_t i0 = 0; i0 < m; i0 += 2) {
-        int first = c0 == 0 && i0 == 0;
         if (m - i0 >= 2)
           PASS(2, 8, i0);
         else
@@ -475,7 +490,6 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
   } else if (m <= 4) {
     for (size_t c0 = 0; c0 < dv; c0 += 64) {
       size_t cn = dv - c0 < 64 ? dv - c0 : 64;
-      int first = c0 == 0;
       if (m == 4)
         PASS(4, 4, 0);
       else
@@ -485,7 +499,6 @@ AI void chunk_sums(sa_dtype t, size_t m, size_t nc, size_t dv, const float *p,
     for (size_t i0 = 0; i0 < m; i0 += 8)
       for (size_t c0 = 0; c0 < dv; c0 += 32) {
         size_t cn = dv - c0 < 32 ? dv - c0 : 32;
-        int first = i0 == 0 && c0 == 0;
 #define PASS2(r) PASS(r, 2, i0)
         SA_UNROLL_1_8(m - i0 < 8 ? m - i0 : 8, PASS2);
 #undef PASS2
@@ -562,6 +575,19 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
   /* the columns of the first value-sum pass, as chunk_sums' */
   const size_t W = vt == SA_F32 || m <= 2 ? 128 : m <= 4 ? 64 : 32;
   const size_t cn = dv < W ? dv : W;
+  /* and its rows: the first block of its tile's height, or every whole
+   * block where there are three or more. Then a group's V rows, read from
+   * memory by the first block, are in L1 for the others, which otherwise
+   * pass over the chunk after it from L2 with no rows prefetched meanwhile.
+   * f32, 4096 keys from memory, one Zen 5 core, both ways in one library:
+   * m = 6 / 8 / 16 0.97 / 0.955 / 0.91x the time; m = 4 (two blocks) 0.98
+   * to 1.05x in three runs, 16-key pages 1.01-1.03x, so two blocks keep
+   * the chunk pass (f16, m = 16, two blocks of 8: 0.98-0.99x). Outputs
+   * are the same bit for bit: each sum takes the same terms in order. */
+  const size_t mr = vt == SA_F32 || m <= 2 ? (m >= 2 ? 2 : 1)
+                    : m <= 4               ? m
+                                           : (m < 8 ? m : 8);
+  const size_t wr = m / mr >= 3 ? m / mr * mr : mr;
   lane kl = lane_start(k, ch, n, kbuf, krow, ahead, far, l1);
   lane vl = lane_start(v, ch, n, vbuf, vrow, ahead, far, l1);
   keys_dots(kt, m, d, q, ldq, &kl, 0, kl.na, scale, s[0], eo);
@@ -572,7 +598,7 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
     for (size_t i = 0; i < m; i++)
       online_row(p + i * CHUNK, nc, &mx[i], &l[i], &alpha[i], exp16);
 #define WOVEN(r, NV)                                                           \
-  woven(kt, vt, r, NV, m, d, cn, wg, q, ldq, scale, eo, &kl, &vl, p, sn,       \
+  woven(kt, vt, r, NV, m, wr, d, cn, wg, q, ldq, scale, eo, &kl, &vl, p, sn,   \
         alpha, o, ldo)
     if (vt == SA_F32 || m <= 2) {
       if (m >= 2)
@@ -590,7 +616,7 @@ AI void decode_typed(sa_dtype kt, sa_dtype vt, size_t m, size_t n, size_t d,
 #undef W2
     }
 #undef WOVEN
-    chunk_sums(vt, m, nc, dv, p, vl.a, alpha, o, ldo);
+    chunk_sums(vt, m, wr, nc, dv, p, vl.a, alpha, o, ldo);
     lane_step(&kl, k, c + 1, ch, n, kbuf);
     lane_step(&vl, v, c, ch, n, vbuf);
   }
