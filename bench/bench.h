@@ -62,6 +62,8 @@ typedef struct sa_bench_bw {
 /* Bytes of last-level cache (every instance) hwloc reports, each instance
  * taken as at most 64 MiB a core it serves; 0 unknown. */
 size_t sa_bench_llc_bytes(void);
+/* Bytes of the first core's L1 data cache hwloc reports; 0 unknown. */
+size_t sa_bench_l1d_bytes(void);
 /* The probe buffer (sa_bench_cfg.mem_bytes), allocated and touched once. */
 unsigned char *sa_peak_mem_buffer(void);
 /* The ISA whose read probe runs: the best runnable kernel set's. */

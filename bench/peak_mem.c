@@ -98,6 +98,23 @@ size_t sa_bench_llc_bytes(void) {
   return llc;
 }
 
+size_t sa_bench_l1d_bytes(void) {
+  static size_t l1d = (size_t)-1;
+  if (l1d != (size_t)-1)
+    return l1d;
+  l1d = 0;
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t))
+    return l1d;
+  if (!hwloc_topology_load(t)) {
+    hwloc_obj_t o = hwloc_get_obj_by_type(t, HWLOC_OBJ_L1CACHE, 0);
+    if (o)
+      l1d = (size_t)o->attr->cache.size;
+  }
+  hwloc_topology_destroy(t);
+  return l1d;
+}
+
 static unsigned char *mem_buf;
 
 unsigned char *sa_peak_mem_buffer(void) {
