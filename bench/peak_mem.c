@@ -70,49 +70,50 @@ enum { PREFETCH_LINES = 4096 };
  * every buffer 2 GiB and `make compare QUICK=1` six minutes long. */
 #define LLC_PER_CORE_MAX ((size_t)64 << 20)
 
-size_t sa_bench_llc_bytes(void) {
-  static size_t llc = (size_t)-1;
-  if (llc != (size_t)-1)
-    return llc;
-  llc = 0;
+/* The caches hwloc reports, read once (the bench's main thread asks
+ * first): the last level's every instance, and the first core's L1D. */
+static struct {
+  int read;
+  size_t llc, l1d;
+} caches;
+
+static void caches_read(void) {
+  caches.read = 1;
   hwloc_topology_t t;
   if (hwloc_topology_init(&t))
-    return llc;
+    return;
   if (!hwloc_topology_load(t)) {
     /* every instance of the last level there is: all of them serve a
      * multi-threaded read */
     static const hwloc_obj_type_t levels[] = {HWLOC_OBJ_L3CACHE,
                                               HWLOC_OBJ_L2CACHE};
-    for (int k = 0; k < 2 && !llc; k++) {
+    for (int k = 0; k < 2 && !caches.llc; k++) {
       int n = hwloc_get_nbobjs_by_type(t, levels[k]);
       for (int i = 0; i < n; i++) {
         hwloc_obj_t o = hwloc_get_obj_by_type(t, levels[k], (unsigned)i);
         int cores = hwloc_get_nbobjs_inside_cpuset_by_type(t, o->cpuset,
                                                            HWLOC_OBJ_CORE);
         size_t most = LLC_PER_CORE_MAX * (size_t)(cores > 1 ? cores : 1);
-        llc += o->attr->cache.size < most ? o->attr->cache.size : most;
+        caches.llc += o->attr->cache.size < most ? o->attr->cache.size : most;
       }
     }
+    hwloc_obj_t o = hwloc_get_obj_by_type(t, HWLOC_OBJ_L1CACHE, 0);
+    if (o)
+      caches.l1d = (size_t)o->attr->cache.size;
   }
   hwloc_topology_destroy(t);
-  return llc;
+}
+
+size_t sa_bench_llc_bytes(void) {
+  if (!caches.read)
+    caches_read();
+  return caches.llc;
 }
 
 size_t sa_bench_l1d_bytes(void) {
-  static size_t l1d = (size_t)-1;
-  if (l1d != (size_t)-1)
-    return l1d;
-  l1d = 0;
-  hwloc_topology_t t;
-  if (hwloc_topology_init(&t))
-    return l1d;
-  if (!hwloc_topology_load(t)) {
-    hwloc_obj_t o = hwloc_get_obj_by_type(t, HWLOC_OBJ_L1CACHE, 0);
-    if (o)
-      l1d = (size_t)o->attr->cache.size;
-  }
-  hwloc_topology_destroy(t);
-  return l1d;
+  if (!caches.read)
+    caches_read();
+  return caches.l1d;
 }
 
 static unsigned char *mem_buf;
