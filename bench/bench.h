@@ -59,8 +59,8 @@ typedef struct sa_bench_bw {
   const char *isa;        /* whose read probe */
 } sa_bench_bw;
 
-/* Bytes of last-level cache (every instance) hwloc reports, each instance
- * taken as at most 64 MiB a core it serves; 0 unknown. */
+/* Bytes of last-level cache (every instance) hwloc reports, an instance
+ * that serves one core taken as at most 64 MiB; 0 unknown. */
 size_t sa_bench_llc_bytes(void);
 /* Bytes of the first core's L1 data cache hwloc reports; 0 unknown. */
 size_t sa_bench_l1d_bytes(void);

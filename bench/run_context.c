@@ -75,7 +75,7 @@ static void gather_context(void) {
   put("sa_read_probe", "%s (the best runnable set's ISA)", sa_peak_read_isa());
   put("sa_memory",
       "probe buffer %zu MiB, decode K/V rotation %zu MiB; last-level cache "
-      "%zu MiB (hwloc, at most 64 MiB a core)",
+      "%zu MiB (hwloc; one core's own at most 64 MiB)",
       sa_bench_cfg.mem_bytes >> 20, sa_bench_cfg.decode_bytes >> 20,
       sa_bench_llc_bytes() >> 20);
 
