@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "kernels/prefetch.h"
 
 /* PADDED: a batch whose items have 4/4, 3/4, ... of len_kv valid keys,
  * given as an additive [batch, 1, 1, len_kv] mask of 0 and -inf (how HF
@@ -845,25 +846,15 @@ typedef struct read_lane {
 } read_lane;
 
 /* As the kernel's lane_read: every row up to x + ahead named, each once,
- * and the page of the row far rows on touched (its last page start, and
- * its first line into L2 where it starts inside a page). */
+ * and the page of the row far rows on touched. */
 static inline void read_lane_to(read_lane *ln, size_t x) {
   for (; ln->pc <= x + ln->ahead && ln->pc < ln->n; ln->pc++) {
     const char *r = ln->base + ln->off[ln->pc];
     for (size_t b = 0; b < ln->row; b += 64)
-      if (ln->l1)
-        __builtin_prefetch(r + b, 0, 3);
-      else
-        __builtin_prefetch(r + b, 0, 2);
+      sa_prefetch_line(r + b, !ln->l1);
     size_t y = ln->pc + ln->far - ln->ahead;
-    if (y < ln->n) {
-      uintptr_t t = (uintptr_t)(ln->base + ln->off[y]);
-      uintptr_t pg = (t + ln->row - 1) & ~(uintptr_t)4095;
-      if (pg >= t)
-        __builtin_prefetch((const char *)pg, 0, 3);
-      if (t & 4095)
-        __builtin_prefetch((const char *)t, 0, 2);
-    }
+    if (y < ln->n)
+      sa_touch_page(ln->base + ln->off[y], ln->row);
   }
 }
 

@@ -154,23 +154,6 @@ static int prefetch_into_l1(void) {
   return v == 2;
 }
 
-/* The first line of the last 4 KiB page that starts inside the row, if
- * one does: a page's first touch, ahead of the row prefetch that reads
- * it. And the row's own first line, into L2, when the row starts inside a
- * page: a row that follows a jump (the next head slice of a paged cache,
- * the next token of a token-major one) may start in a page the stream has
- * not touched. 16-key pages, f32, h32/kv8 batch 8, one Zen 4 core, pool
- * 64 bytes into its first page: 1.14-1.15x -> 1.10x the contiguous time,
- * page-aligned 1.10x -> 1.07-1.08x, two threads 1.11-1.14x -> 1.09-1.10x
- * (medians of 21-31, builds alternated). */
-AI void touch_page(const char *row, size_t bytes) {
-  uintptr_t pg = ((uintptr_t)row + bytes - 1) & ~(uintptr_t)4095;
-  if (pg >= (uintptr_t)row)
-    _mm_prefetch((const char *)pg, _MM_HINT_T0);
-  if ((uintptr_t)row & 4095)
-    _mm_prefetch(row, _MM_HINT_T1);
-}
-
 /* Row x of the lane (NULL past its end). */
 AI const char *lane_row(const lane *ln, size_t x) {
   if (x < ln->na)
@@ -187,7 +170,7 @@ AI void lane_read(lane *ln, size_t x) {
       return;
     prefetch_row(row, ln->bytes, ln->l1);
     if (ln->far && (row = lane_row(ln, ln->pc + ln->far - ln->ahead)))
-      touch_page(row, ln->bytes);
+      sa_touch_page(row, ln->bytes);
     ln->pc++;
   }
 }
