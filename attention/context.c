@@ -37,6 +37,11 @@ static sa_status check_options(const sa_context_options *o) {
   if (!o->workspace != !o->workspace_bytes)
     return sa_fail(SA_ERR_BAD_ARGUMENT,
                    "workspace and workspace_bytes must be given together");
+  if (o->spin_us < -1 || o->spin_us > SA_SPIN_MAX_US)
+    return sa_fail(SA_ERR_BAD_ARGUMENT,
+                   "spin_us = %d is outside [-1, %d] (-1: never spin, 0: "
+                   "the default)",
+                   o->spin_us, SA_SPIN_MAX_US);
   return SA_OK;
 }
 
@@ -114,7 +119,7 @@ sa_status sa_context_create(const sa_context_options *opts, sa_context **out) {
   if (st != SA_OK)
     return st;
 
-  sa_pool_config cfg = {o.num_threads, o.pin, o.cpus, o.first_core};
+  sa_pool_config cfg = {o.num_threads, o.pin, o.cpus, o.first_core, o.spin_us};
   if (cfg.nthreads == 0) {
     if ((st = sa_env_num_threads(&cfg.nthreads)))
       return st;
@@ -235,7 +240,7 @@ sa_status sa_context_thread_default(sa_context **out) {
     return sa_fail(SA_ERR_NO_MEMORY, "pthread_key_create failed");
   sa_context_options o;
   sa_context_options_init(&o);
-  sa_pool_config cfg = {1, SA_PIN_NONE, NULL, 0};
+  sa_pool_config cfg = {1, SA_PIN_NONE, NULL, 0, 0};
   sa_context *ctx;
   if ((st = context_new(ks, &cfg, &o, &ctx)))
     return st;

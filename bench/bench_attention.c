@@ -425,6 +425,12 @@ static const float *o_as_f32(const shape *s, shape_data *sd, const void *o) {
 static sa_context *contexts[64], *contexts_mt[64];
 
 /* ks's context of `threads` workers in table (one a set), made once. */
+/* The pairs' other-thread-count contexts keep their workers awake through
+ * the other side's call, as back-to-back calls do: left to the default spin
+ * (100 us) they would sleep through it and each timed call would pay their
+ * wake-up, 60-110 us on the Zen 5 VM (simdattn_call_overhead's idle rows). */
+#define PAIR_SPIN_US 50000
+
 static sa_context *context_in(sa_context **table, const sa_kernel_set *ks,
                               int threads) {
   size_t i = 0;
@@ -437,6 +443,7 @@ static sa_context *context_in(sa_context **table, const sa_kernel_set *ks,
     sa_context_options_init(&o);
     o.isa = ks->name;
     o.num_threads = threads;
+    o.spin_us = table == contexts_mt ? PAIR_SPIN_US : 0;
     if (sa_context_create(&o, &table[i]) != SA_OK)
       table[i] = NULL;
   }

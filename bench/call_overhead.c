@@ -9,7 +9,9 @@
  * overhead) through a NULL context, a one-thread context and a two-thread
  * pinned context; the same with two heads (two tasks: the second worker is
  * woken and the caller bound to its core), also with the caller already
- * bound there by the application; and a decode-sized call (one token, 32
+ * bound there by the application; the two-head call after 1 ms idle (the
+ * sleeping workers' wake-up), and with spin_us keeping them awake through
+ * it; and a decode-sized call (one token, 32
  * query heads over 8 KV heads, 4096 keys, d 128) through a NULL context and
  * a context. Each figure is the median over rounds of the mean time of a
  * batch of calls.
@@ -45,11 +47,16 @@ static sa_attention_desc shape(size_t hq, size_t hkv, size_t lkv, size_t d) {
   return desc;
 }
 
-static sa_context *context(int threads) {
+static sa_context *context_spin(int threads, int spin_us) {
   sa_context_options o;
   memset(&o, 0, sizeof o);
 #if SA_VERSION_MINOR >= 2
   sa_context_options_init(&o);
+#endif
+#if SA_VERSION_MINOR >= 12
+  o.spin_us = spin_us;
+#else
+  (void)spin_us;
 #endif
   o.num_threads = threads;
   o.pin = SA_PIN_CORES;
@@ -61,9 +68,12 @@ static sa_context *context(int threads) {
   return ctx;
 }
 
-/* Median over `rounds` of the mean ns of `calls` calls. */
-static double per_call(sa_context *ctx, const sa_attention_desc *desc,
-                       int calls, int rounds) {
+static sa_context *context(int threads) { return context_spin(threads, 0); }
+
+/* Median over `rounds` of the mean ns of `calls` calls, each call after
+ * idle_us microseconds of sleep when idle_us > 0 (the sleep not timed). */
+static double per_call_after(sa_context *ctx, const sa_attention_desc *desc,
+                             int calls, int rounds, long idle_us) {
   size_t nq = desc->heads_q * desc->dim_qk;
   size_t nkv = desc->heads_kv * desc->len_kv * desc->dim_qk;
   float *q = calloc(nq, sizeof *q), *k = calloc(nkv, sizeof *k);
@@ -76,18 +86,31 @@ static double per_call(sa_context *ctx, const sa_attention_desc *desc,
   for (int w = 0; w < calls; w++) /* warm: scratch, caches, lazy setup */
     sa_attention(ctx, desc, q, k, v, o);
   for (int r = 0; r < rounds; r++) {
-    double t0 = now_ns();
-    for (int c = 0; c < calls; c++)
+    double sum = 0.0, t0 = now_ns();
+    for (int c = 0; c < calls; c++) {
+      if (idle_us > 0) {
+        struct timespec nap = {0, idle_us * 1000};
+        nanosleep(&nap, NULL);
+        t0 = now_ns();
+      }
       if (sa_attention(ctx, desc, q, k, v, o) != SA_OK) {
         fprintf(stderr, "sa_attention: %s\n", sa_last_error());
         exit(1);
       }
-    t[r] = (now_ns() - t0) / calls;
+      if (idle_us > 0)
+        sum += now_ns() - t0;
+    }
+    t[r] = (idle_us > 0 ? sum : now_ns() - t0) / calls;
   }
   qsort(t, (size_t)rounds, sizeof *t, cmp);
   double med = t[rounds / 2];
   free(t), free(q), free(k), free(v), free(o);
   return med;
+}
+
+static double per_call(sa_context *ctx, const sa_attention_desc *desc,
+                       int calls, int rounds) {
+  return per_call_after(ctx, desc, calls, rounds, 0);
 }
 
 /* Binds the calling thread where a pinned pool puts worker 0: the first
@@ -137,6 +160,16 @@ int main(int argc, char **argv) {
   if (sa_context_pinned(two) && bind_like_worker0())
     printf("%-34s %12.0f\n", "  the same, caller pre-bound",
            per_call(two, &tiny2, 20000, rounds));
+  /* A call after the workers went idle: asleep past the spin, they are
+   * woken (a vCPU that halted takes the longest); spin_us keeps them up. */
+  printf("%-34s %12.0f\n", "tiny x2 heads, after 1 ms idle",
+         per_call_after(two, &tiny2, 200, rounds, 1000));
+#if SA_VERSION_MINOR >= 12
+  sa_context *awake = context_spin(2, 5000);
+  printf("%-34s %12.0f\n", "  the same, spin_us 5000",
+         per_call_after(awake, &tiny2, 200, rounds, 1000));
+  sa_context_destroy(awake);
+#endif
   printf("%-34s %12.0f\n", "decode h32/kv8 L4096, NULL context",
          per_call(NULL, &decode, 20, rounds));
   printf("%-34s %12.0f\n", "decode h32/kv8 L4096, 1-thread ctx",

@@ -40,14 +40,14 @@ extern "C" {
 
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
-#define SA_VERSION_MINOR 11
-#define SA_VERSION_PATCH 8
-#define SA_VERSION_STRING "0.11.8"
+#define SA_VERSION_MINOR 12
+#define SA_VERSION_PATCH 0
+#define SA_VERSION_STRING "0.12.0"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.11.8". Compare with SA_VERSION to see which header a caller was built
+ * "0.12.0". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);
@@ -451,6 +451,16 @@ typedef struct sa_context_options {
    * allocates and keeps scratch as calls need it. */
   void *workspace;
   size_t workspace_bytes;
+  /* --- 0.12: how long idle workers wait awake. Between calls a worker
+   * spins this many microseconds, watching for the next call, before it
+   * sleeps (and the caller spins as long for the workers to finish). A
+   * sleeping worker costs the next call its wake-up: a few microseconds on
+   * bare metal, 60-100 in a VM whose idle vCPU halts (README, "Threads").
+   * 0: the default, 100 us (no spinning when workers outnumber the CPUs);
+   * -1: never spin, sleep at once; up to 10000000 (10 s) to keep workers
+   * awake across the gaps of a serving loop, at the cost of cores busy
+   * while idle. Anything else is SA_ERR_BAD_ARGUMENT. */
+  int spin_us;
 } sa_context_options;
 
 /* The smallest struct_size accepted (the fields up to block_kv); fields past

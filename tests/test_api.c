@@ -22,9 +22,13 @@
  * 6. cpus / first_core: range and parse errors, SA_PIN_NONE ignoring them,
  *    two workers confined to one core, and first_core moving workers onto
  *    other cores, as far as the machine has cores and lets us bind.
+ * 7. spin_us: range errors; every accepted value gives one worker's result
+ *    bit for bit on two, with workers awake and woken from sleep.
  */
 #include <hwloc.h>
+#include <limits.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "attention/internal.h"
 #include "tests/testing.h"
@@ -237,6 +241,7 @@ static void test_abi(void) {
     full.first_core = -1;
     full.workspace = &full;
     full.workspace_bytes = 1;
+    full.spin_us = -5;
     memcpy(old, &full, opt_min);
     sa_context *octx = NULL;
     sa_status st =
@@ -1016,6 +1021,66 @@ static void test_pinning(void) {
   sa_context_destroy(a);
 }
 
+/* ---------------------------------------------------------- 7. spin_us */
+
+/* Out-of-range spins are refused with *out untouched; every accepted one
+ * (never, the default, short, the longest) runs a split-KV decode and a
+ * many-tile prefill on two workers bit for bit as one worker does, also
+ * after an idle gap longer than the spin, when workers must be woken. */
+static void test_spin(void) {
+  t_context = "spin_us";
+  static const int bad[] = {-2, -1000, INT_MIN, SA_SPIN_MAX_US + 1, INT_MAX};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sa_context_options o = pin_opts(2, SA_PIN_DEFAULT, NULL, 0);
+    o.spin_us = bad[i];
+    char what[64];
+    snprintf(what, sizeof what, "spin_us %d", bad[i]);
+    expect_create(o, SA_ERR_BAD_ARGUMENT, what);
+  }
+  sa_attention_desc dec = make_desc(1, 8, 1, 1, 9000, 32, 32, SA_MASK_NONE);
+  sa_attention_desc pre =
+      make_desc(2, 3, 3, 37, 41, 16, 16, SA_MASK_CAUSAL_BOTTOM_RIGHT);
+  const sa_attention_desc *shapes[] = {&dec, &pre};
+  static const int good[] = {-1, 0, 1, SA_SPIN_MAX_US};
+  for (size_t sh = 0; sh < 2; sh++) {
+    sa_attention_desc d = *shapes[sh];
+    d.algorithm = SA_ALGO_FUSED;
+    bufs bf = bufs_new(&d);
+    float *want = malloc(bf.no * sizeof(float));
+    sa_context *one = ctx_new(sets[0]->name, 1, 0, 0);
+    sa_status st = one ? sa_attention(one, &d, bf.q.p, bf.k.p, bf.v.p, want)
+                       : SA_ERR_THREADS;
+    CHECK(st == SA_OK, "1 worker: %s (%s)", sa_status_str(st), sa_last_error());
+    if (st == SA_OK && d.len_kv <= 512) /* the reference's row buffer */
+      check_all(&d, bf.q.p, bf.k.p, bf.v.p, want);
+    for (size_t g = 0; st == SA_OK && g < sizeof good / sizeof good[0]; g++) {
+      snprintf(where, sizeof where, "spin_us %d, %s, 2 workers", good[g],
+               sh ? "prefill" : "split-KV decode");
+      t_context = where;
+      sa_context_options o = pin_opts(2, SA_PIN_DEFAULT, NULL, 0);
+      o.spin_us = good[g];
+      sa_context *ctx;
+      CHECK(try_create(&o, &ctx) == SA_OK, "create: %s", sa_last_error());
+      for (int call = 0; ctx && call < 3; call++) {
+        if (call == 2) { /* idle past the short spins: workers asleep */
+          struct timespec ts = {0, 3000000};
+          nanosleep(&ts, NULL);
+        }
+        fill(bf.o.p, bf.no, NAN);
+        sa_status cs = sa_attention(ctx, &d, bf.q.p, bf.k.p, bf.v.p, bf.o.p);
+        size_t at = first_diff(bf.o.p, want, bf.no);
+        CHECK(cs == SA_OK && at == bf.no,
+              "call %d: %s, differs from 1 worker at float %zu", call,
+              sa_status_str(cs), at);
+      }
+      sa_context_destroy(ctx);
+    }
+    sa_context_destroy(one);
+    free(want);
+    bufs_free(&bf);
+  }
+}
+
 int main(void) {
   t_seed(20);
   nsets = t_runnable_sets(sets, 32);
@@ -1030,6 +1095,7 @@ int main(void) {
   test_negative_scale();
   test_workspace();
   test_pinning();
+  test_spin();
   for (int s = 0; s < nsets; s++)
     printf("%-16s tested: three-pass and fused\n", sets[s]->name);
   printf("%d check group(s) skipped\n", skipped);

@@ -353,6 +353,13 @@ static void test_isa_errors(void) {
   CHECK(sa_context_create(&opt, &ctx) == SA_ERR_BAD_ARGUMENT &&
             strstr(sa_last_error(), "pin") != NULL,
         "pin 42: '%s'", sa_last_error());
+  opt.pin = SA_PIN_DEFAULT;
+  opt.spin_us = -2;
+  sa_clear_error();
+  CHECK(sa_context_create(&opt, &ctx) == SA_ERR_BAD_ARGUMENT &&
+            strstr(sa_last_error(), "spin_us") != NULL,
+        "spin_us -2: '%s'", sa_last_error());
+  opt.spin_us = 0;
   CHECK(sa_context_create(NULL, NULL) == SA_ERR_NULL_POINTER, "out NULL");
   sa_context_destroy(NULL);
 }

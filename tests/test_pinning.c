@@ -59,7 +59,7 @@ static void pinning(int n, sa_pin_policy policy) {
   hwloc_bitmap_t allowed = sa_topology_allowed(topo);
   hwloc_get_cpubind(topo, before, HWLOC_CPUBIND_THREAD);
   sa_pool *pool = NULL;
-  if (sa_pool_create(&(sa_pool_config){n, policy, NULL, 0}, &pool) != SA_OK) {
+  if (sa_pool_create(&(sa_pool_config){n, policy, NULL, 0, 0}, &pool) != SA_OK) {
     CHECK(0, "pool of %d not created", n);
     return;
   }

@@ -3,11 +3,13 @@
  *
  * (a) Every task index runs exactly once, on a valid worker, in increasing
  *     order per worker, for many (ntasks, nthreads) including 0, 1 and
- *     ntasks < nthreads, pinned and not.
+ *     ntasks < nthreads, pinned and not, workers spinning by default,
+ *     never (spin_us -1) or longer.
  * (b) One pool reused for 1000 small runs, some after idle gaps long enough
  *     for workers to fall asleep: no deadlock, no lost wakeup (a watchdog
- *     alarm turns a hang into a failure); pools created and destroyed, often
- *     before their workers ever waited.
+ *     alarm turns a hang into a failure), with the default spin, none, and
+ *     one longer than the gaps; pools created and destroyed, often before
+ *     their workers ever waited.
  */
 #define _GNU_SOURCE /* nanosleep with -std=c11 */
 #include <stdatomic.h>
@@ -58,14 +60,17 @@ static int run_and_check(sa_pool *pool, size_t ntasks, record *r) {
 static void exactly_once(record *r) {
   t_context = "every task once";
   static const int threads[] = {1, 2, 3, 4, 8, 16};
+  static const int spins[] = {0, -1, 200}; /* spin_us: default, none, long */
   static const size_t tasks[] = {0, 1,  2,  3,  5,  7,    8,
                                  9, 15, 16, 17, 64, 1000, 4096};
   const size_t ntk = sizeof tasks / sizeof tasks[0];
   for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
     for (int pin = SA_PIN_CORES; pin <= SA_PIN_NONE; pin++) {
       sa_pool *pool = NULL;
-      sa_status st = sa_pool_create(
-          &(sa_pool_config){threads[i], (sa_pin_policy)pin, NULL, 0}, &pool);
+      sa_status st =
+          sa_pool_create(&(sa_pool_config){threads[i], (sa_pin_policy)pin, NULL,
+                                           0, spins[(i + (size_t)pin) % 3]},
+                         &pool);
       CHECK(st == SA_OK && sa_pool_size(pool) == threads[i], "pool of %d: %s",
             threads[i], sa_status_str(st));
       if (st != SA_OK)
@@ -91,13 +96,14 @@ static void add_task(void *arg, size_t task, int worker) {
   atomic_fetch_add((atomic_size_t *)arg, task + 1);
 }
 
-static void reuse(int n) {
-  char name[48];
-  snprintf(name, sizeof name, "1000 runs on %d workers", n);
+static void reuse(int n, int spin_us) {
+  char name[64];
+  snprintf(name, sizeof name, "1000 runs on %d workers, spin_us %d", n,
+           spin_us);
   t_context = name;
   sa_pool *pool = NULL;
-  if (sa_pool_create(&(sa_pool_config){n, SA_PIN_CORES, NULL, 0}, &pool) !=
-      SA_OK) {
+  if (sa_pool_create(&(sa_pool_config){n, SA_PIN_CORES, NULL, 0, spin_us},
+                     &pool) != SA_OK) {
     CHECK(0, "pool of %d", n);
     return;
   }
@@ -107,7 +113,8 @@ static void reuse(int n) {
     atomic_size_t sum;
     atomic_init(&sum, 0);
     if (i % 97 == 0) {
-      /* Idle long enough that workers stop spinning and sleep. */
+      /* Idle long enough that workers stop spinning and sleep (unless
+       * spin_us keeps them awake longer). */
       struct timespec ts = {0, 2000000};
       nanosleep(&ts, NULL);
     }
@@ -123,10 +130,11 @@ static void create_destroy(void) {
   for (int i = 0; i < 50; i++) {
     sa_pool *pool = NULL;
     int n = 1 + i % 5;
-    CHECK(sa_pool_create(
-              &(sa_pool_config){n, i % 2 ? SA_PIN_NONE : SA_PIN_CORES, NULL, 0},
-              &pool) == SA_OK,
-          "pool %d", i);
+    CHECK(
+        sa_pool_create(&(sa_pool_config){n, i % 2 ? SA_PIN_NONE : SA_PIN_CORES,
+                                         NULL, 0, i % 4 == 1 ? -1 : 0},
+                       &pool) == SA_OK,
+        "pool %d", i);
     if (i % 3 == 0) {
       atomic_size_t sum;
       atomic_init(&sum, 0);
@@ -143,8 +151,11 @@ int main(void) {
   static record r;
   exactly_once(&r);
   create_destroy();
-  reuse(2);
-  reuse(3);
-  reuse(8);
+  reuse(2, 0);
+  reuse(3, 0);
+  reuse(8, 0);
+  reuse(2, -1); /* every run wakes sleeping workers */
+  reuse(3, -1);
+  reuse(2, 5000); /* workers awake through the idle gaps */
   return t_finish("test_pool");
 }

@@ -5,9 +5,13 @@
  * call publishes its job and bumps a generation word; workers spin on that
  * word for a short while (a new call usually follows soon: the next layer,
  * the next token) and then block on a condition variable. Tasks are handed
- * out in increasing index order by one atomic counter. The caller works as
- * worker 0 and returns once every participating worker has checked out, so
- * the job's fields are never read after sa_pool_run returns.
+ * out in increasing index order by one atomic counter that also names the
+ * job, so a claim is made only on the job it was read from. The caller works
+ * as worker 0 and returns once every task is done: it never waits for a
+ * worker that claimed nothing (until 0.12 it waited for each woken worker
+ * to check out, and a call whose tasks the caller had all run itself still
+ * paid a sleeping worker's wake-up, 60-110 us in a VM). A worker reads the
+ * job's fields only after a claim succeeds, while the job cannot end.
  *
  * Binding: see placement.h for which core each worker gets and pin.c for
  * how the binding is applied and undone. Floating-point control state: see
@@ -20,6 +24,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/errors.h"
@@ -31,11 +36,15 @@
 #include "threads/topology.h"
 
 /*
- * Spin budget before sleeping, in pause iterations: a few tens of
- * microseconds, long enough to cover the gap between back-to-back calls,
- * short enough not to steal a core from the caller's other work for long.
+ * Spin budget before sleeping, by the clock: long enough to cover the gap
+ * between back-to-back calls, short enough not to steal a core from the
+ * caller's other work for long. Until 0.12 it was 4000 pauses, whose length
+ * varies tenfold between cores (86 us on the Zen 5 VM, a quarter of that
+ * where a pause is a few cycles). The clock is read every SPIN_POLLS pauses.
  */
-#define SA_SPIN_ITERS 4000
+#define SA_SPIN_DEFAULT_US 100
+#define SA_DONE_SPIN_US 2000
+#define SPIN_POLLS 32
 
 /* The generation and the number of participating workers share one word, so
  * a worker always reads a consistent pair. 16 bits hold any count <= 4096. */
@@ -51,25 +60,28 @@ typedef struct sa_worker {
 struct sa_pool {
   /* Hot words on their own cache lines: `next` is hit once per task by every
    * worker, `state` is what idle workers spin on. */
-  _Alignas(64) atomic_size_t next;
-  _Alignas(64) atomic_uint_fast64_t state; /* generation << 16 | active */
-  _Alignas(64) atomic_int remaining;       /* workers 1.. still in the job */
+  _Alignas(64) atomic_uint_fast64_t next;     /* job << 32 | next task */
+  _Alignas(64) atomic_uint_fast64_t state;    /* generation << 16 | active */
+  _Alignas(64) atomic_uint_fast32_t finished; /* tasks of the job done */
+  atomic_uint_fast32_t ntasks;                /* of the job in `next` */
   atomic_int stop;
 
-  /* The job: plain fields, published by the release store of `state` and
-   * handed back by the release decrement of `remaining`. */
+  /* The job: plain fields, published by the release store of `next` and
+   * read only by a worker holding a claim on it; results are handed back by
+   * the release increment of `finished`. */
   sa_task_fn fn;
   void *arg;
-  size_t ntasks;
+  size_t base;    /* task 0's index in the caller's numbering */
   sa_fpenv fpenv; /* the caller's control state */
+  uint32_t job;   /* the caller's count of jobs, the tag in `next` */
 
   pthread_mutex_t mu;
   pthread_cond_t wake; /* workers: state changed */
-  pthread_cond_t done; /* caller: remaining reached 0 */
+  pthread_cond_t done; /* caller: finished reached ntasks */
 
   int n;               /* workers, the caller included */
   int started;         /* threads actually created (teardown after a failure) */
-  int spin;            /* spin iterations; 0 when workers outnumber CPUs */
+  uint64_t spin_ns;    /* spin budget; 0: sleep at once */
   unsigned generation; /* sa_fork_generation() when the threads started */
   sa_pin pin;
   sa_worker *w;
@@ -83,28 +95,58 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static void run_tasks(sa_pool *p, int w) {
-  const size_t ntasks = p->ntasks;
-  const sa_task_fn fn = p->fn;
-  void *const arg = p->arg;
-  /* Relaxed is enough: the job's inputs were published through `state`,
-   * the outputs are published through `remaining`. */
+/* Claims and runs tasks of whatever job `next` holds until it has none
+ * left. A claim is a compare-and-swap of the whole word, so a worker that
+ * read the count of a job that then ended claims nothing of the next one by
+ * mistake (the tag would have to come round 2^32 jobs later). While a claim
+ * is held its job cannot end, so ntasks, fn, arg and fpenv read after it
+ * are that job's. */
+static void run_tasks(sa_pool *p, int w, sa_fpenv *mine) {
+  uint64_t cur = atomic_load_explicit(&p->next, memory_order_acquire);
   for (;;) {
-    size_t t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-    if (t >= ntasks)
+    uint32_t n =
+        (uint32_t)atomic_load_explicit(&p->ntasks, memory_order_relaxed);
+    if ((uint32_t)cur >= n)
       return;
-    fn(arg, t, w);
+    if (!atomic_compare_exchange_weak_explicit(&p->next, &cur, cur + 1,
+                                               memory_order_acq_rel,
+                                               memory_order_acquire))
+      continue; /* cur reloaded */
+    if (w != 0 && !sa_fpenv_equal(*mine, p->fpenv)) {
+      *mine = p->fpenv;
+      sa_fpenv_set(*mine);
+    }
+    p->fn(p->arg, p->base + (uint32_t)cur, w);
+    if (atomic_fetch_add_explicit(&p->finished, 1, memory_order_acq_rel) + 1 ==
+            n &&
+        w != 0) {
+      /* Taking the lock orders this signal after the caller's check. */
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
+    cur = atomic_load_explicit(&p->next, memory_order_acquire);
   }
+}
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 /* Waits until `state` differs from seen; spins first, then sleeps. */
 static uint64_t wait_state(sa_pool *p, uint64_t seen) {
-  uint64_t s;
-  for (int i = 0; i < p->spin; i++) {
-    s = atomic_load_explicit(&p->state, memory_order_acquire);
-    if (s != seen)
-      return s;
-    cpu_relax();
+  uint64_t s, until = p->spin_ns ? now_ns() + p->spin_ns : 0;
+  while (until) {
+    for (int i = 0; i < SPIN_POLLS; i++) {
+      s = atomic_load_explicit(&p->state, memory_order_acquire);
+      if (s != seen)
+        return s;
+      cpu_relax();
+    }
+    if (now_ns() >= until)
+      break;
   }
   pthread_mutex_lock(&p->mu);
   while ((s = atomic_load_explicit(&p->state, memory_order_acquire)) == seen)
@@ -122,22 +164,11 @@ static void *worker_main(void *arg) {
     seen = wait_state(p, seen);
     if (atomic_load_explicit(&p->stop, memory_order_relaxed))
       return NULL;
-    /* A worker past `active` sits this job out and is not waited for; it
-     * may skip whole generations, which is harmless for the same reason. */
+    /* A worker past `active` sits this job out; nobody waits for a
+     * worker, so it may skip whole generations. */
     if (me->index >= (int)(seen & ACTIVE_MASK))
       continue;
-    if (!sa_fpenv_equal(mine, p->fpenv)) {
-      mine = p->fpenv;
-      sa_fpenv_set(mine);
-    }
-    run_tasks(p, me->index);
-    if (atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel) ==
-        1) {
-      /* Taking the lock orders this signal after the caller's check. */
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done);
-      pthread_mutex_unlock(&p->mu);
-    }
+    run_tasks(p, me->index, &mine);
   }
 }
 
@@ -152,14 +183,29 @@ static void publish(sa_pool *p, int active) {
   pthread_mutex_unlock(&p->mu);
 }
 
-static void wait_done(sa_pool *p) {
-  for (int i = 0; i < p->spin; i++) {
-    if (atomic_load_explicit(&p->remaining, memory_order_acquire) == 0)
-      return;
-    cpu_relax();
+/* Waits until the job's n tasks are done: by then no worker touches it.
+ * This wait is for tasks in flight, at most a task long, so the caller
+ * spins at least SA_DONE_SPIN_US before it sleeps: asleep, it would pay its
+ * own wake-up on top (60-110 us in a VM). Only spin_us -1 and an
+ * oversubscribed pool sleep at once. */
+static void wait_done(sa_pool *p, uint32_t n) {
+  if (atomic_load_explicit(&p->finished, memory_order_acquire) == n)
+    return;
+  uint64_t spin = p->spin_ns > SA_DONE_SPIN_US * 1000u ? p->spin_ns
+                  : p->spin_ns                         ? SA_DONE_SPIN_US * 1000u
+                                                       : 0;
+  uint64_t until = spin ? now_ns() + spin : 0;
+  while (until) {
+    for (int i = 0; i < SPIN_POLLS; i++) {
+      if (atomic_load_explicit(&p->finished, memory_order_acquire) == n)
+        return;
+      cpu_relax();
+    }
+    if (now_ns() >= until)
+      break;
   }
   pthread_mutex_lock(&p->mu);
-  while (atomic_load_explicit(&p->remaining, memory_order_acquire) != 0)
+  while (atomic_load_explicit(&p->finished, memory_order_acquire) != n)
     pthread_cond_wait(&p->done, &p->mu);
   pthread_mutex_unlock(&p->mu);
 }
@@ -198,7 +244,8 @@ sa_status sa_pool_create(const sa_pool_config *cfg, sa_pool **out) {
   memset(p, 0, bytes);
   atomic_init(&p->next, 0);
   atomic_init(&p->state, 0);
-  atomic_init(&p->remaining, 0);
+  atomic_init(&p->finished, 0);
+  atomic_init(&p->ntasks, 0);
   atomic_init(&p->stop, 0);
   p->n = n;
   p->generation = sa_fork_generation();
@@ -209,8 +256,12 @@ sa_status sa_pool_create(const sa_pool_config *cfg, sa_pool **out) {
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
 
-  /* Oversubscribed, a spinning worker burns the time slice a busy one needs. */
-  p->spin = n > 1 && n > sa_topology_cpus() ? 0 : SA_SPIN_ITERS;
+  /* Oversubscribed, a spinning worker burns the time slice a busy one needs:
+   * no spinning then, unless the caller asked for it. */
+  int us = cfg->spin_us;
+  if (us == 0)
+    us = n > 1 && n > sa_topology_cpus() ? -1 : SA_SPIN_DEFAULT_US;
+  p->spin_ns = us > 0 ? (uint64_t)us * 1000u : 0;
 
   p->w = calloc((size_t)n, sizeof *p->w);
   if (!p->w) {
@@ -278,27 +329,37 @@ int sa_pool_worker_core(const sa_pool *pool, int worker) {
   return sa_pin_core(&pool->pin, worker);
 }
 
-void sa_pool_run(sa_pool *pool, size_t ntasks, sa_task_fn fn, void *arg) {
-  if (ntasks == 0)
-    return;
-  int active = ntasks < (size_t)pool->n ? (int)ntasks : pool->n;
+/* One job of n < 2^32 tasks, numbered from base. */
+static void run_job(sa_pool *pool, size_t base, uint32_t n, sa_task_fn fn,
+                    void *arg) {
+  int active = n < (uint32_t)pool->n ? (int)n : pool->n;
   pool->fn = fn;
   pool->arg = arg;
-  pool->ntasks = ntasks;
+  pool->base = base;
   pool->fpenv = sa_fpenv_get();
-  atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
-  if (active > 1) {
-    atomic_store_explicit(&pool->remaining, active - 1, memory_order_relaxed);
+  pool->job++;
+  atomic_store_explicit(&pool->finished, 0, memory_order_relaxed);
+  atomic_store_explicit(&pool->ntasks, n, memory_order_relaxed);
+  /* releases the fields above to whoever claims a task of this job */
+  atomic_store_explicit(&pool->next, (uint64_t)pool->job << 32,
+                        memory_order_release);
+  if (active > 1)
     publish(pool, active);
-  }
   /* After waking the others: they start while this thread migrates. Alone
    * (one task) the caller shares a core with no worker: binding it would
    * only cost system calls. */
   int rebound = active > 1 ? sa_pin_caller_enter(&pool->pin) : 0;
-  run_tasks(pool, 0);
-  if (active > 1)
-    wait_done(pool);
+  run_tasks(pool, 0, NULL);
+  wait_done(pool, n);
   sa_pin_caller_leave(&pool->pin, rebound);
+}
+
+void sa_pool_run(sa_pool *pool, size_t ntasks, sa_task_fn fn, void *arg) {
+  for (size_t base = 0; base < ntasks;) {
+    size_t n = ntasks - base < UINT32_MAX ? ntasks - base : UINT32_MAX;
+    run_job(pool, base, (uint32_t)n, fn, arg);
+    base += n;
+  }
 }
 
 int sa_pool_default_threads(const char *cpus, int first_core) {

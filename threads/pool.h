@@ -19,12 +19,16 @@ typedef struct sa_pool sa_pool;
 /* fn(arg, task, worker): worker in [0, sa_pool_size) is stable for the call. */
 typedef void (*sa_task_fn)(void *arg, size_t task, int worker);
 
+/* The longest spin_us a context takes: 10 s. */
+#define SA_SPIN_MAX_US 10000000
+
 /* What a pool is made from, already resolved from options and environment. */
 typedef struct sa_pool_config {
   int nthreads;      /* >= 1 */
   sa_pin_policy pin; /* SA_PIN_CORES or SA_PIN_NONE */
   const char *cpus;  /* NULL, or the OS CPU list workers are confined to */
   int first_core;    /* usable cores skipped before worker 0's */
+  int spin_us;       /* sa_context_options.spin_us, checked: 0 default */
 } sa_pool_config;
 
 /* SA_ERR_BAD_ARGUMENT for a cpus list hwloc cannot parse or that leaves no

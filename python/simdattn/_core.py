@@ -471,7 +471,9 @@ class Context:
 
     threads: None = SIMDATTN_NUM_THREADS, else one per core. isa: a kernel
     set's name, "auto" for the best, None for the default (SIMDATTN_ISA).
-    pin: None (SIMDATTN_PIN, else "cores"), "cores" or "none". A context
+    pin: None (SIMDATTN_PIN, else "cores"), "cores" or "none". spin_us:
+    how long idle workers stay awake for the next call (0: 100 us, -1:
+    never, up to 10_000_000). A context
     runs one call at a time (another thread's call gets simdattn.BusyError);
     close it (or use `with`) to stop its threads, and not while a call on it
     is running in another thread.
@@ -480,7 +482,7 @@ class Context:
     _handle = None
 
     def __init__(self, threads=None, isa=None, pin=None, cpus=None,
-                 first_core=0):
+                 first_core=0, spin_us=0):
         if pin not in _PINS:
             raise ValueError("pin must be None, 'cores' or 'none', got %r"
                              % (pin,))
@@ -492,6 +494,7 @@ class Context:
         o.pin = _PINS[pin]
         o.cpus = None if cpus is None else str(cpus).encode()
         o.first_core = _int_in(first_core, _INT, "first_core")
+        o.spin_us = _int_in(spin_us, _INT, "spin_us")
         h = ctypes.c_void_p()
         st = _lib.context_create(byref(o), byref(h))
         if st:

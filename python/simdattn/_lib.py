@@ -130,6 +130,7 @@ class ContextOptions(Structure):
         ("pin", c_int), ("block_q", c_size_t), ("block_kv", c_size_t),
         ("cpus", c_char_p), ("first_core", c_int),
         ("workspace", c_void_p), ("workspace_bytes", c_size_t),
+        ("spin_us", c_int),
     ]
 
 

@@ -91,6 +91,12 @@ def test_threads_give_the_same_bits(rng):
         a = simdattn.attention(q, k, v, causal=True, context=one)
         b = simdattn.attention(q, k, v, causal=True, context=n)
     assert np.array_equal(a, b)
+    # workers that sleep at once, or stay awake 5 ms between calls
+    for spin in (-1, 5000):
+        with simdattn.Context(threads=3, spin_us=spin) as n:
+            for _ in range(2):
+                b = simdattn.attention(q, k, v, causal=True, context=n)
+                assert np.array_equal(a, b)
 
 
 # -------------------------------------------------------------------- masks

@@ -116,6 +116,8 @@ def test_unknown_and_unsupported_isa():
 def test_bad_context_options():
     raises(simdattn.BadArgumentError, "SA_ERR_BAD_ARGUMENT", "first_core",
            simdattn.Context, threads=1, first_core=-1)
+    raises(simdattn.BadArgumentError, "SA_ERR_BAD_ARGUMENT", "spin_us",
+           simdattn.Context, threads=2, spin_us=-2)
     with pytest.raises(ValueError, match="pin"):
         simdattn.Context(pin="sometimes")
     with pytest.raises(ValueError, match="does not fit"):
