@@ -453,9 +453,10 @@ typedef struct sa_context_options {
   size_t workspace_bytes;
   /* --- 0.12: how long idle workers wait awake. Between calls a worker
    * spins this many microseconds, watching for the next call, before it
-   * sleeps (and the caller spins as long for the workers to finish). A
-   * sleeping worker costs the next call its wake-up: a few microseconds on
-   * bare metal, 60-100 in a VM whose idle vCPU halts (README, "Threads").
+   * sleeps (the caller, waiting for tasks in flight, spins at least 2 ms
+   * unless this is -1). A call never waits for a sleeping worker to wake,
+   * but it runs without that worker until it does: a few microseconds on
+   * bare metal, 60-110 in a VM whose idle vCPU halts (README, "Threads").
    * 0: the default, 100 us (no spinning when workers outnumber the CPUs);
    * -1: never spin, sleep at once; up to 10000000 (10 s) to keep workers
    * awake across the gaps of a serving loop, at the cost of cores busy

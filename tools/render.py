@@ -811,7 +811,8 @@ def serving_markdown(runs, models):
     L = ["# simdattn serving layouts", "",
          f"{run.label}: fused, one-thread run. Pairs: both calls timed in turn, "
          "iteration by iteration, on the same copy of K and V (the split-KV pair "
-         "on a 1- and a 2-thread context, wall time), median of each side, "
+         "on a 1- and a 2-thread context, wall time, the 2-thread context's workers "
+         "kept awake through the other call, spin_us 50000), median of each side, "
          "then the median over the repetitions; padding: two rows of the table. "
          "Plain read: the K and V rows of the paged check above it, read by a plain "
          "loop in the order and with the prefetches of the avx512 decode kernel "
