@@ -46,6 +46,12 @@
 #define SA_DONE_SPIN_US 2000
 #define SPIN_POLLS 32
 
+/* The task word: job number (24 bits), task count (20), next task (20). A
+ * larger call runs as several jobs, one after the other. */
+#define TASK_BITS 20
+#define TASK_MAX ((UINT32_C(1) << TASK_BITS) - 1)
+#define JOB_MAX ((UINT32_C(1) << 24) - 1)
+
 /* The generation and the number of participating workers share one word, so
  * a worker always reads a consistent pair. 16 bits hold any count <= 4096. */
 #define ACTIVE_BITS 16
@@ -60,10 +66,9 @@ typedef struct sa_worker {
 struct sa_pool {
   /* Hot words on their own cache lines: `next` is hit once per task by every
    * worker, `state` is what idle workers spin on. */
-  _Alignas(64) atomic_uint_fast64_t next;     /* job << 32 | next task */
+  _Alignas(64) atomic_uint_fast64_t next;     /* job, ntasks, next task */
   _Alignas(64) atomic_uint_fast64_t state;    /* generation << 16 | active */
   _Alignas(64) atomic_uint_fast32_t finished; /* tasks of the job done */
-  atomic_uint_fast32_t ntasks;                /* of the job in `next` */
   atomic_int stop;
 
   /* The job: plain fields, published by the release store of `next` and
@@ -73,7 +78,7 @@ struct sa_pool {
   void *arg;
   size_t base;    /* task 0's index in the caller's numbering */
   sa_fpenv fpenv; /* the caller's control state */
-  uint32_t job;   /* the caller's count of jobs, the tag in `next` */
+  uint32_t job;   /* the caller's count of jobs, numbering `next` */
 
   pthread_mutex_t mu;
   pthread_cond_t wake; /* workers: state changed */
@@ -96,17 +101,20 @@ static inline void cpu_relax(void) {
 }
 
 /* Claims and runs tasks of whatever job `next` holds until it has none
- * left. A claim is a compare-and-swap of the whole word, so a worker that
- * read the count of a job that then ended claims nothing of the next one by
- * mistake (the tag would have to come round 2^32 jobs later). While a claim
- * is held its job cannot end, so ntasks, fn, arg and fpenv read after it
- * are that job's. */
+ * left. The word holds the job's number, its task count and the next task,
+ * and a claim is a compare-and-swap of the whole word: so a claim is made
+ * only on the job the count was read with (a count kept apart from the word
+ * let a worker claim task n of a finished job once the next job's larger
+ * count was stored: TSan saw it in test_pool), and a worker that read a
+ * finished job's word claims nothing of the next one (its number would have
+ * to come round, 2^24 jobs, during one stale read, with the same count and
+ * task). While a claim is held its job cannot end, so fn, arg, base and
+ * fpenv read after it are that job's. */
 static void run_tasks(sa_pool *p, int w, sa_fpenv *mine) {
   uint64_t cur = atomic_load_explicit(&p->next, memory_order_acquire);
   for (;;) {
-    uint32_t n =
-        (uint32_t)atomic_load_explicit(&p->ntasks, memory_order_relaxed);
-    if ((uint32_t)cur >= n)
+    uint32_t n = (uint32_t)(cur >> TASK_BITS) & TASK_MAX;
+    if ((uint32_t)(cur & TASK_MAX) >= n)
       return;
     if (!atomic_compare_exchange_weak_explicit(&p->next, &cur, cur + 1,
                                                memory_order_acq_rel,
@@ -116,7 +124,7 @@ static void run_tasks(sa_pool *p, int w, sa_fpenv *mine) {
       *mine = p->fpenv;
       sa_fpenv_set(*mine);
     }
-    p->fn(p->arg, p->base + (uint32_t)cur, w);
+    p->fn(p->arg, p->base + (size_t)(cur & TASK_MAX), w);
     if (atomic_fetch_add_explicit(&p->finished, 1, memory_order_acq_rel) + 1 ==
             n &&
         w != 0) {
@@ -245,7 +253,6 @@ sa_status sa_pool_create(const sa_pool_config *cfg, sa_pool **out) {
   atomic_init(&p->next, 0);
   atomic_init(&p->state, 0);
   atomic_init(&p->finished, 0);
-  atomic_init(&p->ntasks, 0);
   atomic_init(&p->stop, 0);
   p->n = n;
   p->generation = sa_fork_generation();
@@ -329,7 +336,7 @@ int sa_pool_worker_core(const sa_pool *pool, int worker) {
   return sa_pin_core(&pool->pin, worker);
 }
 
-/* One job of n < 2^32 tasks, numbered from base. */
+/* One job of n <= TASK_MAX tasks, numbered from base. */
 static void run_job(sa_pool *pool, size_t base, uint32_t n, sa_task_fn fn,
                     void *arg) {
   int active = n < (uint32_t)pool->n ? (int)n : pool->n;
@@ -339,9 +346,10 @@ static void run_job(sa_pool *pool, size_t base, uint32_t n, sa_task_fn fn,
   pool->fpenv = sa_fpenv_get();
   pool->job++;
   atomic_store_explicit(&pool->finished, 0, memory_order_relaxed);
-  atomic_store_explicit(&pool->ntasks, n, memory_order_relaxed);
   /* releases the fields above to whoever claims a task of this job */
-  atomic_store_explicit(&pool->next, (uint64_t)pool->job << 32,
+  atomic_store_explicit(&pool->next,
+                        (uint64_t)(pool->job & JOB_MAX) << (2 * TASK_BITS) |
+                            (uint64_t)n << TASK_BITS,
                         memory_order_release);
   if (active > 1)
     publish(pool, active);
@@ -356,7 +364,7 @@ static void run_job(sa_pool *pool, size_t base, uint32_t n, sa_task_fn fn,
 
 void sa_pool_run(sa_pool *pool, size_t ntasks, sa_task_fn fn, void *arg) {
   for (size_t base = 0; base < ntasks;) {
-    size_t n = ntasks - base < UINT32_MAX ? ntasks - base : UINT32_MAX;
+    size_t n = ntasks - base < TASK_MAX ? ntasks - base : TASK_MAX;
     run_job(pool, base, (uint32_t)n, fn, arg);
     base += n;
   }
