@@ -243,6 +243,11 @@ static inline int sa_decode_rows_fit(const sa_kernel_set *ks,
   return ks->decode_rows && !p->mods && !p->scan;
 }
 
+/* How contiguous GQA decode runs (plan.c, rows_on_contiguous): 0 as this
+ * machine's L1D says, 1 through decode_rows, -1 through the three kernels.
+ * Tests set it to run both ways; set only while no call runs. */
+extern int sa_contiguous_rows_policy;
+
 /* Decode whose tiles can take the set's decode_rows in turns: one query
  * position, tiles of at most SA_DECODE_ROWS rows, keys paged finer than a
  * key block (listed) or token-major. The shape alone decides. (A

@@ -5,8 +5,11 @@
  * loads the caller's floating-point control state, so a set whose kernels
  * computed anything from where or on which worker they run would show here.
  * Each set's one-thread output is also held to the double-precision
- * reference of testing.h, so identical garbage cannot pass.
+ * reference of testing.h, so identical garbage cannot pass. Contiguous GQA
+ * decode runs both ways the machine could take it (decode_rows, the three
+ * kernels).
  */
+#include "attention/internal.h"
 #include "tests/testing.h"
 
 static const int thread_counts[] = {1, 2, 3, 8};
@@ -124,5 +127,14 @@ int main(void) {
   block_q = block_kv = 0;
   determinism_case("fused GQA decode, default blocks", 8, 2, 1, 9000,
                    SA_MASK_CAUSAL_BOTTOM_RIGHT, SA_ALGO_FUSED);
+  /* Contiguous GQA decode takes decode_rows or the three kernels as the
+   * machine's L1D says (plan.c): both ways here, whichever this one takes. */
+  for (int way = 1; way >= -1; way -= 2) {
+    sa_contiguous_rows_policy = way;
+    determinism_case(way > 0 ? "fused GQA decode, decode_rows"
+                             : "fused GQA decode, three kernels",
+                     8, 2, 1, 9000, SA_MASK_NONE, SA_ALGO_FUSED);
+  }
+  sa_contiguous_rows_policy = 0;
   return t_finish("test_determinism");
 }

@@ -97,6 +97,32 @@ static void l2_find(void) {
     l2_bytes = least;
 }
 
+static pthread_once_t l1d_once = PTHREAD_ONCE_INIT;
+static size_t l1d_bytes; /* written once, under l1d_once */
+
+static void l1d_find(void) {
+  hwloc_topology_t topo = sa_topology();
+  if (!topo)
+    return;
+  size_t least = 0;
+  int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_L1CACHE);
+  for (int i = 0; i < n; i++) {
+    hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_L1CACHE, (unsigned)i);
+    if (o->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION)
+      continue;
+    size_t each = (size_t)o->attr->cache.size;
+    if (least == 0 || each < least)
+      least = each;
+  }
+  if (least >= ((size_t)8 << 10) && least <= ((size_t)1 << 20))
+    l1d_bytes = least;
+}
+
+size_t sa_topology_l1d(void) {
+  pthread_once(&l1d_once, l1d_find);
+  return l1d_bytes;
+}
+
 size_t sa_topology_l2(void) {
   pthread_once(&l2_once, l2_find);
   return l2_bytes;

@@ -36,4 +36,8 @@ int sa_topology_cpus(void);
  * size outside [128 KiB, 16 MiB] (a hypervisor's invention). */
 size_t sa_topology_l2(void);
 
+/* The L1 data cache of one core: the smallest the topology lists; 0 when
+ * hwloc finds none or reports a size outside [8 KiB, 1 MiB]. */
+size_t sa_topology_l1d(void);
+
 #endif
