@@ -434,7 +434,9 @@ typedef struct sa_context_options {
                          (0.11.5): 4096 for an f32 cache, tiles of at most
                          8 rows and no mask, window, softcap or ALiBi, else
                          the page if over 256 keys, up to the figures
-                         above) */
+                         above; 0.12: on a core whose L1D is 48 KiB or
+                         more, f32 pages of 256 keys or more take the page
+                         too) */
   /* --- 0.2: where the workers go, and whose memory the scratch is. */
   /* NULL: every CPU the process may use. Else a list of OS CPU numbers
    * ("0-7,16-23", hwloc/taskset list syntax) that pinned workers are
