@@ -18,9 +18,10 @@
  * "K and V side by side", which has the measurements). The driver uses it
  * for pages shorter than a key block, where the three kernels would pay a
  * call each and a rescale per page, and for GQA groups over contiguous f32
- * caches (docs/DESIGN.md, "The decode kernel": f32 rows run fastest in
- * chunks of 128 keys with the touches, narrow ones in chunks of 128 too (32
- * until 0.11.4), without).
+ * caches where the L1D is under 48 KiB (attention/plan.c: measured faster
+ * so on a Zen 4, slower on a Zen 5). docs/DESIGN.md, "The decode kernel":
+ * f32 rows run fastest in chunks of 128 keys with the touches, narrow ones
+ * in chunks of 128 too (32 until 0.11.4), without.
  *
  * Per chunk, as the contract's composition does:
  *  - dots: DM rows x DN keys of vector accumulators over d, K read as it
