@@ -27,6 +27,8 @@
 
 #define SET .struct_size = sizeof(sa_kernel_set)
 
+int sa_wsum_decode_policy;
+
 /* Which ISA's narrow-type kernels a set uses: its own once written. */
 #define NARROW_AVX2 avx2
 #define NARROW_AVX512 avx512

@@ -141,6 +141,13 @@ SA_DECLARE_DECODE_ROWS(sa_decode_rows__neon_poly);
 /* neon-bf16: Q and K bf16 through BFDOT (FEAT_BF16). */
 SA_DECLARE_SCORE_QK(sa_score_bf16_dp__neon);
 
+/* How avx512's wsum runs decode-shaped calls (kernels/avx512/wsum.c): 0 as
+ * this machine's L1D says, 1 in 16-key sub-blocks, -1 in row pairs through
+ * 256-key sub-blocks. Bit for bit alike; tests set it to run both ways, only
+ * while no call runs. Defined in dispatch/registry.c, so that every build
+ * has it. */
+extern int sa_wsum_decode_policy;
+
 /* The FMA peak probes (kernels/<isa>/peak.c): what the bench's "% of peak"
  * is measured against, one per ISA, each built with its set's flags. Runs
  * independent chains of a = a*m + c for reps rounds, folds them into *sink

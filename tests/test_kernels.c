@@ -233,25 +233,43 @@ static void wsum_case(size_t m, size_t n, size_t dv) {
     if (seen_fn((void (*)(void))ks->wsum, done, &ndone))
       continue;
     t_context = ks->name;
-    mat o = mat_at(O, m, dv, wide, !off);
-    for (size_t i = 0; i < m; i++)
-      for (size_t c = 0; c < dv; c++) /* beta NULL must never read o */
-        o.p[i * o.ld + c] = use_beta ? o0.p[i * o0.ld + c] : NAN;
-    ks->wsum(m, n, dv, p.p, p.ld, v.p, v.ld, bp, o.p, o.ld);
-    for (size_t i = 0; i < m; i++)
-      for (size_t c = 0; c < dv; c++) {
-        double mag = use_beta ? fabs((double)beta[i] * o0.p[i * o0.ld + c]) : 0;
-        for (size_t j = 0; j < n; j++)
-          mag += fabs((double)p.p[i * p.ld + j] * v.p[j * v.ld + c]);
-        double tol = 2 * ((double)n + 2) * U_F32 * mag + 1e-30;
-        float got = o.p[i * o.ld + c], want = r.p[i * r.ld + c];
-        CHECK(fabs(got - want) <= tol,
-              "wsum m=%zu n=%zu dv=%zu beta=%d (%zu,%zu) %g vs %g", m, n, dv,
-              use_beta, i, c, got, want);
+    /* both ways a set may take decode-shaped calls (kernels.h), bit for
+     * bit alike */
+    float *first = malloc(m * dv * sizeof(float) + 1);
+    for (int way = -1; way <= 1; way += 2) {
+      sa_wsum_decode_policy = way;
+      mat o = mat_at(O, m, dv, wide, !off);
+      for (size_t i = 0; i < m; i++)
+        for (size_t c = 0; c < dv; c++) /* beta NULL must never read o */
+          o.p[i * o.ld + c] = use_beta ? o0.p[i * o0.ld + c] : NAN;
+      ks->wsum(m, n, dv, p.p, p.ld, v.p, v.ld, bp, o.p, o.ld);
+      for (size_t i = 0; i < m; i++)
+        for (size_t c = 0; c < dv; c++) {
+          double mag =
+              use_beta ? fabs((double)beta[i] * o0.p[i * o0.ld + c]) : 0;
+          for (size_t j = 0; j < n; j++)
+            mag += fabs((double)p.p[i * p.ld + j] * v.p[j * v.ld + c]);
+          double tol = 2 * ((double)n + 2) * U_F32 * mag + 1e-30;
+          float got = o.p[i * o.ld + c], want = r.p[i * r.ld + c];
+          CHECK(fabs(got - want) <= tol,
+                "wsum m=%zu n=%zu dv=%zu beta=%d way %d (%zu,%zu) %g vs %g", m,
+                n, dv, use_beta, way, i, c, got, want);
+        }
+      CHECK(gaps_intact(o, m, dv),
+            "wsum m=%zu n=%zu dv=%zu way %d wrote past a row", m, n, dv, way);
+      for (size_t i = 0; i < m; i++) {
+        float *row = first + i * dv, *got = o.p + i * o.ld;
+        if (way < 0)
+          memcpy(row, got, dv * sizeof(float));
+        else
+          CHECK(!memcmp(row, got, dv * sizeof(float)),
+                "wsum m=%zu n=%zu dv=%zu: row %zu differs between the ways", m,
+                n, dv, i);
       }
-    CHECK(gaps_intact(o, m, dv), "wsum m=%zu n=%zu dv=%zu wrote past a row", m,
-          n, dv);
+    }
+    free(first);
   }
+  sa_wsum_decode_policy = 0;
 }
 
 /* Bytes instead of floats, ending at the slot's guard page like mat_at. */

@@ -53,13 +53,13 @@
  * left out of the score store; d and dv past their ends are read masked
  * (q8_0: whole blocks). Prefetches are issued only for keys below n.
  */
-#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
 #include <sleef.h>
 #include <stdint.h>
 
 #include "kernels/avx512/exp_poly.h"
+#include "kernels/avx512/l1d.h"
 #include "kernels/avx512/tiles.h"
 #include "kernels/avx512/util.h"
 #include "kernels/avx512/widen.h"
@@ -120,40 +120,13 @@ AI void prefetch_row(const char *row, size_t bytes, int l1) {
     sa_prefetch_line(x, !l1);
 }
 
-/* The L1 data cache's size in bytes, from CPUID (leaf 4 on Intel, 0x80000005
- * on AMD), or 0 where neither says. */
-static size_t l1d_bytes(void) {
-  unsigned a, b, c, d;
-  if (__get_cpuid_max(0, NULL) >= 4)
-    for (unsigned i = 0; i < 8 && __get_cpuid_count(4, i, &a, &b, &c, &d);
-         i++) {
-      if (!(a & 31))
-        break;
-      if ((a >> 5 & 7) == 1 && (a & 31) != 2)
-        return (size_t)((b >> 22) + 1) * ((b >> 12 & 1023) + 1) *
-               ((b & 4095) + 1) * ((size_t)c + 1);
-    }
-  if (__get_cpuid_max(0x80000000, NULL) >= 0x80000005 &&
-      __get_cpuid(0x80000005, &a, &b, &c, &d))
-    return (size_t)(c >> 24) * 1024;
-  return 0;
-}
-
 /* Whether lanes prefetch into L1: with an L1D of 48 KiB or more (Zen 5
  * measured; Intel cores of that size take L1 too, unmeasured). Why the
  * size, a reading not yet tested: a line named 12 KiB of key pairs ahead
  * must outlive those reads and the second value-sum pass's, some 30 KiB
  * of lines through the L1 before it is used, which a 32 KiB L1D may not
- * hold. Read once, by the first call (racing calls store one value). */
-static int prefetch_into_l1(void) {
-  static int known; /* 0: not read yet, 1: L2, 2: L1 */
-  int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
-  if (!v) {
-    v = l1d_bytes() >= 48 * 1024 ? 2 : 1;
-    __atomic_store_n(&known, v, __ATOMIC_RELAXED);
-  }
-  return v == 2;
-}
+ * hold. */
+static int prefetch_into_l1(void) { return sa_avx512_l1d_large(); }
 
 /* Row x of the lane (NULL past its end). */
 AI const char *lane_row(const lane *ln, size_t x) {

@@ -25,8 +25,9 @@ enum {
   SA_AVX512_WSUM_MR = 8,     /* wsum and wsum_t: rows x vectors of columns */
   SA_AVX512_WSUM_NV = 2,
   SA_AVX512_WSUM_CG = 128, /* columns a group, each group's keys in turn */
-  /* decode-shaped wsum: row pairs of 8 vectors (128 columns, as wide as the
-   * registers hold) through sub-blocks of KL keys */
+  /* decode-shaped wsum where the L1D is under 48 KiB: row pairs of 8
+   * vectors (128 columns, as wide as the registers hold) through sub-blocks
+   * of KL keys; elsewhere as wsum_t below */
   SA_AVX512_WSUM_M2 = 2,
   SA_AVX512_WSUM_NV2 = 8,
   SA_AVX512_WSUM_KL = 256,

@@ -9,31 +9,41 @@
  * store at the end (beta NULL: o is only written, so it may hold NaN on
  * entry).
  *
- * Decode-shaped calls (m <= STREAM_M, score's dot-product cutoff) take
- * keys in sub-blocks of KL = 256 (128 KiB of f32 V at dv = 128), and in
- * each sub-block the rows two at a time, 2 rows x 8 vectors (128 columns,
- * as wide as the registers hold) over a group of CG = 128 columns, the
- * partial sums parked on the stack between sub-blocks (wsum_ends.h: per
- * lane the sum still runs over j in order, bit for bit as one pass would).
- * The first pair reads V from memory whole rows at a time in address order
- * and names V's lines in that order 4 KiB ahead (kernels/prefetch.h), one
- * line a vector loaded; the later pairs find the sub-block in L2.
+ * Decode-shaped calls (m <= STREAM_M, score's dot-product cutoff) walk V
+ * one of two ways, chosen by the L1D's size (bit for bit alike: per lane
+ * the sum runs over j in order, the partial sums parked on the stack
+ * between sub-blocks, wsum_ends.h):
+ *  - `sub_blocks` (L1D of 48 KiB or more): keys in sub-blocks of KB = 16
+ *    (8 KiB of f32 V at dv = 128), each through every column block before
+ *    the next, with the widest tile for the rows (2 x 8 vectors, 4 x 4,
+ *    else MR x NV). The first row block names V's lines in address order,
+ *    a line per vector it loads and one more a key, a sub-block and 4 KiB
+ *    of rows ahead, and touches pages 16 KiB ahead (kernels/prefetch.h).
+ *  - `pairs` (smaller L1D): keys in sub-blocks of KL = 256 (128 KiB of f32
+ *    V at dv = 128), and in each sub-block the rows two at a time, 2 rows x
+ *    8 vectors over a group of CG = 128 columns. The first pair reads V
+ *    from memory whole rows at a time in address order and names its lines
+ *    4 KiB ahead, one line a vector loaded; the later pairs find the
+ *    sub-block in L2.
  *
- * Why pairs (0.11.1): until then 3-4 rows took a 4 x 4 tile (64 columns)
- * and 5-16 rows 8 x 2 (32), through 16-key sub-blocks: each sub-block's
- * rows were read a column block at a time, 64 or 128 bytes of every
- * 512-byte row, then the next column block, and the cursor named a line
- * more a key than was loaded, with a page touch 16 KiB ahead. On a Zen 4
- * (one core, V from memory, m = 4, d = 128, 4096 keys, kernels called
- * directly, two builds alternated in one process) the value sums took
- * 29-31 ns a key against 20 for V's bytes at the read probe's rate, while
- * score streamed K at its bytes' rate. In pairs: 25-26 ns; score,
- * softmax_online2 and wsum together 1.09x as fast at m = 1, 2 and 4, 1.0-
- * 1.14x at 8, 1.02x at 16; decode of 32 query heads over 8 KV heads 1.09-
- * 1.10x on one and two threads, over 32 KV heads 1.03-1.09x. Without any
- * software prefetch the pairs ran as fast on Zen 4 (1.11-1.14x against
- * 1.09-1.12x); the cursor stays for the cores whose prefetchers measured
- * slower without it (docs/DESIGN.md, "Streaming K and V from memory").
+ * Sub-blocks were the only way until 0.11.1. On a Zen 4 (one core, V from
+ * memory, m = 4, d = 128, 4096 keys, kernels called directly, two builds
+ * alternated in one process) their value sums took 29-31 ns a key against
+ * 20 for V's bytes at the read probe's rate, while score streamed K at its
+ * bytes' rate. In pairs: 25-26 ns; score, softmax_online2 and wsum together
+ * 1.09x as fast at m = 1, 2 and 4, 1.0-1.14x at 8, 1.02x at 16; decode of
+ * 32 query heads over 8 KV heads 1.09-1.10x on one and two threads, over
+ * 32 KV heads 1.03-1.09x. Without any software prefetch the pairs ran as
+ * fast on Zen 4 (1.11-1.14x against 1.09-1.12x); the cursor stays for the
+ * cores whose prefetchers measured slower without it (docs/DESIGN.md,
+ * "Streaming K and V from memory"). On the Zen 5 VM (48 KiB L1D) pairs
+ * were the slower (0.12.1: decode of 32 query heads over 8 KV heads, 4096
+ * keys, f32 from memory, both ways in one library alternated call by call:
+ * sub-blocks 0.83-0.94x the time on one thread, 0.88-0.94x on two, batch 8
+ * 0.87-0.90x, over 4 KV heads 0.87-0.96x, 2 and 1 query heads a group
+ * 0.90-1.06x, 16 level; pairs with pages touched ahead 1.02-1.10x slower
+ * still, sub-blocks without the touches 1.00-1.15x slower than with),
+ * hence the choice by L1D, as decode.c's prefetch level.
  *
  * With 17 to LEAD_M rows (an MQA group's query heads) V comes from memory
  * and only once: the first LEAD rows read it in one pass as wide as the
@@ -53,6 +63,7 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "kernels/avx512/l1d.h"
 #include "kernels/avx512/tiles.h"
 #include "kernels/avx512/util.h"
 #include "kernels/avx512/wsum_ends.h"
@@ -66,6 +77,7 @@ enum {
   M2 = SA_AVX512_WSUM_M2, /* decode-shaped: rows x vectors a pair's tile */
   NV2 = SA_AVX512_WSUM_NV2,
   KL = SA_AVX512_WSUM_KL,
+  KB = SA_AVX512_WSUM_KB, /* decode-shaped, the other way: keys a sub-block */
   CG = SA_AVX512_WSUM_CG,
   STREAM_M = SA_AVX512_DOTS_M, /* decode-shaped: sub-blocks and a cursor */
   LEAD_M = SA_AVX512_WSUM_LEAD_M,
@@ -148,18 +160,83 @@ AI void group(size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
          NULL, 0, 0, 0, prefetch && c0 == 0 ? cw : 0);
 }
 
-/* Rows in blocks of rb, nv vectors a column block (both constants); the
- * first block prefetches V unless told not to (V in cache). */
-AI void wsum(size_t rb, size_t nv, int pf, size_t m, size_t n, size_t dv,
-             const float *p, size_t ldp, const float *v, size_t ldv,
+/* Columns [0, cw) (cw <= CG) of mr rows in sub-blocks of KB keys, each
+ * through every column block before the next; prefetch: the first row
+ * block, whose cursor names a line per vector loaded and one more a key
+ * (the group's first column block), up to a sub-block and 4 KiB of rows
+ * ahead: the next sub-block's rows while this one is read. */
+AI void sub_group(size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
+                  const float *p, size_t ldp, const float *v, size_t ldv,
+                  const float *beta, float *o, size_t ldo, int prefetch) {
+  _Alignas(64) float part[MR * CG];
+  const size_t ahead = KB + sa_prefetch_rows_ahead(cw * sizeof(float), 4096);
+  sa_prefetcher cur =
+      sa_prefetcher_at(v, ldv * sizeof(float), cw * sizeof(float), n, ahead);
+  sa_prefetcher *pf = prefetch ? &cur : NULL;
+  size_t j0 = 0;
+  do { /* n = 0 still writes o = beta * o */
+    size_t nb = n - j0 < KB ? n - j0 : KB, limit = j0 + nb + ahead;
+    sa_wsum_ends e = {j0 == 0, j0 + nb == n, part, CG};
+    const float *pj = p + j0, *vj = v + j0 * ldv;
+    sa_prefetcher_raise(&cur, j0 + ahead);
+    for (size_t c0 = 0; c0 < cw; c0 += 16 * nv, e.part += 16 * nv)
+      rows(rb, nv, mr, nb, pj, ldp, vj + c0, ldv, cw - c0, beta, o + c0, ldo, e,
+           pf, limit, c0 == 0, 1, 0);
+    j0 += nb;
+  } while (j0 < n);
+}
+
+/* Rows in blocks of rb, nv vectors a column block (both constants), all n
+ * keys a column block or (sub) in sub-blocks of KB keys; the first block
+ * prefetches V unless told not to (V in cache). */
+AI void wsum(size_t rb, size_t nv, int pf, int sub, size_t m, size_t n,
+             size_t dv, const float *p, size_t ldp, const float *v, size_t ldv,
              const float *beta, float *o, size_t ldo) {
   for (size_t i0 = 0; i0 < m; i0 += rb) {
     size_t mr = m - i0 < rb ? m - i0 : rb;
-    for (size_t g0 = 0; g0 < dv; g0 += CG)
-      group(rb, nv, mr, n, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp,
-            v + g0, ldv, beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo,
-            pf && i0 == 0);
+    for (size_t g0 = 0; g0 < dv; g0 += CG) {
+      size_t cw = dv - g0 < CG ? dv - g0 : CG;
+      const float *bi = beta ? beta + i0 : NULL;
+      if (sub)
+        sub_group(rb, nv, mr, n, cw, p + i0 * ldp, ldp, v + g0, ldv, bi,
+                  o + i0 * ldo + g0, ldo, pf && i0 == 0);
+      else
+        group(rb, nv, mr, n, cw, p + i0 * ldp, ldp, v + g0, ldv, bi,
+              o + i0 * ldo + g0, ldo, pf && i0 == 0);
+    }
   }
+}
+
+/* The widest tile for the rows, each in a function of its own: inlined
+ * beside the one-pass tile, parking areas and spills made the frame that
+ * tile runs in 4 KiB larger, and it ran 5-6% slower (0.8, Zen 5: most
+ * likely 4 KiB aliasing between the stack and the tiles' loads). */
+#define SUB_BLOCKS(name, rb, nv)                                               \
+  static __attribute__((noinline)) void name(                                  \
+      size_t m, size_t n, size_t dv, const float *p, size_t ldp,               \
+      const float *v, size_t ldv, const float *beta, float *o, size_t ldo) {   \
+    wsum(rb, nv, 1, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);                \
+  }
+SUB_BLOCKS(sub_blocks_2x8, M2, NV2)
+SUB_BLOCKS(sub_blocks_4x4, SA_AVX512_WSUM_M4, SA_AVX512_WSUM_NV4)
+SUB_BLOCKS(sub_blocks_mr, MR, SA_AVX512_WSUM_NV)
+#undef SUB_BLOCKS
+
+static void sub_blocks(size_t m, size_t n, size_t dv, const float *p,
+                       size_t ldp, const float *v, size_t ldv,
+                       const float *beta, float *o, size_t ldo) {
+  if (m <= M2)
+    sub_blocks_2x8(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+  else if (m <= SA_AVX512_WSUM_M4)
+    sub_blocks_4x4(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+  else
+    sub_blocks_mr(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+}
+
+/* Which way decode-shaped calls take (sa_wsum_decode_policy, kernels.h). */
+static int by_sub_blocks(void) {
+  int policy = __atomic_load_n(&sa_wsum_decode_policy, __ATOMIC_RELAXED);
+  return policy ? policy > 0 : sa_avx512_l1d_large();
 }
 
 /* Decode-shaped calls: keys in sub-blocks of KL, and in each sub-block the
@@ -219,18 +296,21 @@ lead(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
 static __attribute__((noinline)) void
 reuse(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
       size_t ldv, const float *beta, float *o, size_t ldo) {
-  wsum(MR, SA_AVX512_WSUM_NV, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+  wsum(MR, SA_AVX512_WSUM_NV, 0, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
 }
 
 void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                      const float *v, size_t ldv, const float *beta, float *o,
                      size_t ldo) {
-  if (m <= STREAM_M)
-    pairs(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
-  else if (m <= LEAD_M) {
+  if (m <= STREAM_M) {
+    if (by_sub_blocks())
+      sub_blocks(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+    else
+      pairs(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+  } else if (m <= LEAD_M) {
     lead(LEAD, n, dv, p, ldp, v, ldv, beta, o, ldo);
     reuse(m - LEAD, n, dv, p + LEAD * ldp, ldp, v, ldv,
           beta ? beta + LEAD : NULL, o + LEAD * ldo, ldo);
   } else
-    wsum(MR, SA_AVX512_WSUM_NV, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+    wsum(MR, SA_AVX512_WSUM_NV, 1, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
 }

@@ -1,0 +1,45 @@
+/*
+ * The L1 data cache's size, for the AVX-512 kernels that stream by it:
+ * decode.c (the level its lanes prefetch into) and wsum.c (how decode-shaped
+ * value sums walk V). Read from CPUID, not from hwloc, so that the kernels
+ * stand alone for an engine that calls them without the driver.
+ */
+#ifndef SA_AVX512_L1D_H
+#define SA_AVX512_L1D_H
+
+#include <cpuid.h>
+#include <stddef.h>
+
+/* Bytes, from CPUID leaf 4 (Intel) or 0x80000005 (AMD), or 0 where neither
+ * says. */
+static inline size_t sa_avx512_l1d_bytes(void) {
+  unsigned a, b, c, d;
+  if (__get_cpuid_max(0, NULL) >= 4)
+    for (unsigned i = 0; i < 8 && __get_cpuid_count(4, i, &a, &b, &c, &d);
+         i++) {
+      if (!(a & 31))
+        break;
+      if ((a >> 5 & 7) == 1 && (a & 31) != 2)
+        return (size_t)((b >> 22) + 1) * ((b >> 12 & 1023) + 1) *
+               ((b & 4095) + 1) * ((size_t)c + 1);
+    }
+  if (__get_cpuid_max(0x80000000, NULL) >= 0x80000005 &&
+      __get_cpuid(0x80000005, &a, &b, &c, &d))
+    return (size_t)(c >> 24) * 1024;
+  return 0;
+}
+
+/* Whether the L1D holds 48 KiB or more: the line between the two cores
+ * measured (Zen 4, 32 KiB; Zen 5, 48 KiB). Read once per including file
+ * (racing first calls store one value). */
+static inline int sa_avx512_l1d_large(void) {
+  static int known; /* 0: not read yet, 1: smaller, 2: 48 KiB or more */
+  int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (!v) {
+    v = sa_avx512_l1d_bytes() >= 48 * 1024 ? 2 : 1;
+    __atomic_store_n(&known, v, __ATOMIC_RELAXED);
+  }
+  return v == 2;
+}
+
+#endif /* SA_AVX512_L1D_H */
