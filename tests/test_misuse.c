@@ -622,6 +622,16 @@ static void fpctl_set(fpctl v) {
 static const int fp_threads[] = {1, 2, 3, 8};
 #define NFP (sizeof fp_threads / sizeof fp_threads[0])
 #define MAX_REPEAT 50
+/* ... and while no worker but the caller has run one, for up to this many
+ * seconds: on a loaded machine (ctest -j2 on two cores) a worker can stay
+ * off its core through 50 short calls, which the caller then runs alone. */
+#define WORKER_WAIT_S 10.0
+
+static double seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* Every tile of both drivers writes its first row's key range at its
  * worker's scratch len[0] (sa_rows_start), a key index far below SIZE_MAX,
@@ -650,8 +660,9 @@ typedef struct fp_tally {
  * The one-thread output into ref, then each larger context against it. A
  * worker that runs no tile cannot show a wrong mode, and which workers get
  * tiles is up to the scheduler, so a context is called again (up to
- * MAX_REPEAT times) until every one of its workers has run a tile; at least
- * one besides the caller must have.
+ * MAX_REPEAT times, longer while only the caller has: WORKER_WAIT_S) until
+ * every one of its workers has run a tile; at least one besides the caller
+ * must have.
  */
 static void run_phase(sa_context **ctx, const problem *p, float *ref,
                       float *tmp, const char *phase, fp_tally *tally) {
@@ -662,7 +673,10 @@ static void run_phase(sa_context **ctx, const problem *p, float *ref,
   for (size_t c = 1; c < NFP; c++) {
     int n = fp_threads[c], calls = 0, differ = 0;
     uint64_t all = (UINT64_C(1) << n) - 1, ran = 0;
-    while ((ran & all) != all && calls < MAX_REPEAT && !differ) {
+    const double until = seconds_now() + WORKER_WAIT_S;
+    while (
+        (ran & all) != all && !differ &&
+        (calls < MAX_REPEAT || (!(ran & (all - 1)) && seconds_now() < until))) {
       mark_workers(ctx[c]);
       for (size_t i = 0; i < p->no; i++)
         tmp[i] = NAN;
