@@ -169,6 +169,16 @@ sa_prefetch_until(sa_prefetcher *pf, size_t limit, int l2) {
   }
 }
 
+/* Name every line of rows [0, rows) of n rows of `bytes` bytes, ld bytes
+ * apart, in one burst: the rows before a cursor's first, for a call whose
+ * rows follow no call's cursor (a page of its own). */
+static inline __attribute__((always_inline)) void
+sa_prefetch_head(const void *base, size_t ld, size_t bytes, size_t n,
+                 size_t rows, int l2) {
+  sa_prefetcher head = sa_prefetcher_at(base, ld, bytes, n, 0);
+  sa_prefetch_until(&head, rows, l2);
+}
+
 /* How many rows ahead to keep a cursor: `bytes` worth of rows, at least
  * 4 (the kernels keep about 4 KiB in flight: 2 and 8 KiB measured no
  * better on the Zen 3 core above). */

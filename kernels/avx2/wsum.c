@@ -103,6 +103,8 @@ static void group(size_t mr, size_t n, size_t cw, const float *p, size_t ldp,
   const size_t ahead = KB + sa_prefetch_rows_ahead(cw * sizeof(float), 4096);
   sa_prefetcher cur =
       sa_prefetcher_at(v, ldv * sizeof(float), cw * sizeof(float), n, ahead);
+  if (prefetch)
+    sa_prefetch_head(v, ldv * sizeof(float), cw * sizeof(float), n, ahead, 0);
   /* the cursor is called by as many column blocks as a row has lines (and
    * one more for a row straddling one more): a line per key from each of
    * them, and no call at all from the rest */

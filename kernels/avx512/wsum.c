@@ -177,11 +177,8 @@ AI void sub_group(size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
   sa_prefetcher cur =
       sa_prefetcher_at(v, ldv * sizeof(float), cw * sizeof(float), n, ahead);
   sa_prefetcher *pf = prefetch ? &cur : NULL;
-  if (prefetch) {
-    sa_prefetcher head =
-        sa_prefetcher_at(v, ldv * sizeof(float), cw * sizeof(float), n, 0);
-    sa_prefetch_until(&head, ahead, 0);
-  }
+  if (prefetch)
+    sa_prefetch_head(v, ldv * sizeof(float), cw * sizeof(float), n, ahead, 0);
   size_t j0 = 0;
   do { /* n = 0 still writes o = beta * o */
     size_t nb = n - j0 < KB ? n - j0 : KB, limit = j0 + nb + ahead;
