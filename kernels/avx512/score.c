@@ -132,17 +132,11 @@ dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
     for (size_t c = 0; c < DN; c++)
       acc[r][c] = _mm512_setzero_ps();
   size_t p = 0;
-  /* One row (decode without GQA): each K row read whole before the next,
-   * so its lines arrive in address order for the hardware prefetchers,
-   * the cursor named as before. 32 heads, 4096 keys from memory, one Zen 4
-   * core: 1.03-1.05x as fast (decode.c's dots measure the same way) */
-  for (size_t c = 0; mr == 1 && c < DN; c++)
-    for (p = 0; p + 16 <= d; p += 16) {
-      next_line(rg, pf, limit);
-      acc[0][c] = _mm512_fmadd_ps(_mm512_loadu_ps(q + p),
-                                  _mm512_loadu_ps(kr[c] + p), acc[0][c]);
-    }
-  for (; mr > 1 && p + 16 <= d; p += 16) {
+  /* One row too takes its DN keys a step at a time: the DN sums are
+   * independent chains, where a row read whole before the next was one
+   * chain of d / 16 FMAs a key, bound by their latency (K in cache 1.5x
+   * the time). */
+  for (; p + 16 <= d; p += 16) {
     __m512 b[DN];
     for (size_t c = 0; c < DN; c++) {
       next_line(rg, pf, limit);
@@ -204,14 +198,15 @@ score_dots(int dense, size_t m, size_t n, size_t d, const float *q, size_t ldq,
 }
 
 /* K's lines are named by the range (kernels/prefetch.h) where its rows lie
- * end to end and the tile has rows side by side, else by the row cursor.
- * Zen 5 VM, decode of 32 query heads over 8 KV heads, 4096 keys, f32 from
- * memory, both ways in one library alternated call by call: the range
- * 0.94-0.97x the time on one thread, 0.94-0.95x on two, batch 8
- * 0.95x. One query row a KV head (MHA) measured 1.10-1.15x with it: its
- * row-at-a-time reads keep the row cursor. Each way in a function of its
- * own, so that neither's loop is compiled around the other's state (with
- * both in one function the row cursor's path ran 1.4x slower). */
+ * end to end, else by the row cursor. Zen 5 VM, f32 from memory, 4096
+ * keys, both ways in one library alternated call by call: 32 query heads
+ * over 8 KV heads, the range 0.94-0.97x the time on one thread, 0.94-0.95x
+ * on two, batch 8 0.95x; one row a KV head (MHA, 32 heads), with its keys
+ * a step at a time (dots), 0.87-0.98x on one thread and 0.89-0.97x on two
+ * against the row cursor and rows read whole (0.12.1). Each way in a
+ * function of its own, so that neither's loop is compiled around the
+ * other's state (with both in one function the row cursor's path ran 1.4x
+ * slower). */
 static __attribute__((noinline)) void
 dots_rows(size_t m, size_t n, size_t d, const float *q, size_t ldq,
           const float *k, size_t ldk, float scale, float *s, size_t lds) {
@@ -228,8 +223,7 @@ void sa_score__avx512(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                       const float *k, size_t ldk, float scale, float *s,
                       size_t lds) {
   if (m <= DOTS_M)
-    (ldk == d && m > 1 ? dots_range : dots_rows)(m, n, d, q, ldq, k, ldk, scale,
-                                                 s, lds);
+    (ldk == d ? dots_range : dots_rows)(m, n, d, q, ldq, k, ldk, scale, s, lds);
   else
     score_packed(m, n, d, q, ldq, k, ldk, scale, s, lds);
 }
