@@ -203,7 +203,18 @@ AI void wsum(size_t rb, size_t nv, int pf, int sub, size_t m, size_t n,
     for (size_t g0 = 0; g0 < dv; g0 += CG) {
       size_t cw = dv - g0 < CG ? dv - g0 : CG;
       const float *bi = beta ? beta + i0 : NULL;
-      if (sub)
+      /* Two rows or one: the prefetching block compiled on its own, where
+       * the cursor is the tile's and lives in registers; with pf a
+       * variable it lives on the stack, a load and a store a line named,
+       * and these tiles have too few FMAs a line to hide them (one row, V
+       * in L2: 0.64x the time; MHA decode from memory, Zen 5 VM, in one
+       * library alternated call by call: 0.90-0.99x on one thread,
+       * 0.92-0.97x on two). The 4 x 4 tile, 0.91x hot, ran 1.04-1.10x
+       * slower from memory so (not understood), and keeps the cursor on
+       * the stack. */
+      if (sub && rb == M2 && pf && i0 == 0)
+        sub_group(rb, nv, mr, n, cw, p, ldp, v + g0, ldv, bi, o + g0, ldo, 1);
+      else if (sub)
         sub_group(rb, nv, mr, n, cw, p + i0 * ldp, ldp, v + g0, ldv, bi,
                   o + i0 * ldo + g0, ldo, pf && i0 == 0);
       else
