@@ -232,6 +232,18 @@ sa_range_next(sa_range *r, int l2, int pages) {
   r->line = x + 64;
 }
 
+/* Name K's next line for score's dots (avx2, avx512): by the range when
+ * K's rows lie end to end, else by the row cursor up to row `limit`;
+ * neither when both are NULL. Each a constant pointer or NULL where the
+ * caller is inlined, so the cursor's state stays in registers. */
+static inline __attribute__((always_inline)) void
+sa_dots_next_line(sa_range *rg, sa_prefetcher *pf, size_t limit) {
+  if (rg)
+    sa_range_next(rg, 0, 1);
+  else if (pf)
+    sa_prefetch_next(pf, limit, 0, 1);
+}
+
 /* How many rows ahead to keep a cursor: `bytes` worth of rows, at least
  * 4 (the kernels keep about 4 KiB in flight: 2 and 8 KiB measured no
  * better on the Zen 3 core above). */

@@ -16,17 +16,26 @@
  * and the panel gathers 32 bytes from each of 16 rows at a time, a pattern
  * the hardware prefetchers do not follow, so K comes from memory at a third
  * of its bandwidth. There, blocked dot products read K rows as they lie:
- * DM = 4 rows x DN = 3 keys of vector accumulators over d (12 registers, 3
- * for the keys, 1 for a row of q), a transposed reduction per pair of rows,
- * and K's lines prefetched in address order a few keys ahead
- * (kernels/prefetch.h says why not row by row as the tile reads them:
- * from memory that doubled the rate K arrives at). Four rows, not two, because
- * decode stacks the four query heads of a GQA group: each vector of K is then
- * loaded once for all four rows instead of once per pair, and decode runs about
- * a fifth faster (Zen 5, d = 128, n = 256 per call; 4 x 2 gained less). With
- * one or two rows, 4 keys fill the registers better. K comes at twice the rate
- * of the packed path from memory up to m = 16, and from cache the dots keep
- * up with the GEMM up to DOTS_M rows (measured on Zen 5, n = 256, d = 128).
+ * rows in pairs x DN = 4 keys of vector accumulators over d (8 registers, 4
+ * for the keys, 1 for a row of q), a transposed reduction per pair, and
+ * K's lines prefetched in address order a few keys ahead by the first pair
+ * (kernels/prefetch.h says why not row by row as the tile reads them: from
+ * memory that doubled the rate K arrives at); the later pairs find the 4
+ * keys in L1.
+ *
+ * Why pairs (after 0.12.1). Until then four rows x 3 keys took a GQA
+ * group of four: each vector of K loaded once for all four rows, but 12
+ * accumulators, 3 keys and a row of q are all 16 ymm registers, and with
+ * the cursor's state beside them the tile ran at half the FMA rate: K in
+ * L2, n = 512, d = 128, Zen 5 VM, 22.8-23.2 ns a key at m = 4 against
+ * 12.4-12.7 in pairs (m = 1 0.5-0.7x, m = 8 0.67x); the first pair names
+ * K's lines through a cursor the compiler keeps in registers (a constant
+ * pointer at its call, none at the later pairs'), the range where K's rows
+ * lie end to end (ld = d), else the row cursor. Decode of 32 query heads
+ * over 8 KV heads, 4096 keys, f32 from memory, both ways in one library
+ * alternated call by call: 0.80-0.81x the time on one and on two threads;
+ * over 32 KV heads (one row) 0.95-1.00x. score_t.c and decode.c keep the
+ * four-row tile.
  *
  * Tails: GEMM: keys past n are packed as zeros and their lanes left out of
  * the store; d longer than KC is summed in chunks through s, scaled once
@@ -45,7 +54,7 @@
 #include "kernels/unroll.h"
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX2_KC };
-enum { DOTS_M = SA_AVX2_DOTS_M, DM = SA_AVX2_DM, DN = SA_AVX2_DN };
+enum { DOTS_M = SA_AVX2_DOTS_M, DN = SA_AVX2_DN_WIDE };
 
 /* 8 keys x 8 values of d -> 8 panel rows of 8 keys. Keys at or past nk and
  * values at or past np are read as 0 without touching memory. */
@@ -97,78 +106,99 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
   }
 }
 
-/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= dn, while pf (if
- * any) names K's lines up to row `limit`, dn every 16 values: a row's worth
- * per key and 64 bytes of d, the rate the tile reads them. mr and dn are
- * constants at every call, so acc lives in registers. */
+/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), mr <= 2, nk <= DN, while
+ * rg or pf (if any, sa_dots_next_line) names K's lines, DN every 16 values: a
+ * line per key per 64 bytes of d, the rate the tile reads them. mr is a
+ * constant at every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
-dots(size_t mr, size_t dn, size_t d, const float *q, size_t ldq,
-     const float *const *kr, sa_prefetcher *pf, size_t limit, float *s,
-     size_t lds, size_t nk, float scale) {
-  __m256 acc[DM][4];
-  for (size_t r = 0; r < DM; r++)
-    for (size_t c = 0; c < 4; c++)
+dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
+     sa_range *rg, sa_prefetcher *pf, size_t limit, float *s, size_t lds,
+     size_t nk, float scale) {
+  __m256 acc[4][4]; /* sa_dots_store8's shape; rows 0 and 1 used */
+  for (size_t r = 0; r < 2; r++)
+    for (size_t c = 0; c < DN; c++)
       acc[r][c] = _mm256_setzero_ps();
   size_t p = 0;
   for (; p + 8 <= d; p += 8) {
-    __m256 b[4];
-    for (size_t c = 0; c < dn; c++) {
-      if (pf && p % 16 == 0)
-        sa_prefetch_next(pf, limit, 0, 1);
+    __m256 b[DN];
+    for (size_t c = 0; c < DN; c++) {
+      if (p % 16 == 0)
+        sa_dots_next_line(rg, pf, limit);
       b[c] = _mm256_loadu_ps(kr[c] + p);
     }
     for (size_t r = 0; r < mr; r++) {
       __m256 a = _mm256_loadu_ps(q + r * ldq + p);
-      for (size_t c = 0; c < dn; c++)
+      for (size_t c = 0; c < DN; c++)
         acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
     }
   }
   if (p < d) {
-    __m256 b[4];
-    for (size_t c = 0; c < dn; c++)
+    __m256 b[DN];
+    for (size_t c = 0; c < DN; c++)
       b[c] = sa_load8_part(kr[c] + p, d - p);
     for (size_t r = 0; r < mr; r++) {
       __m256 a = sa_load8_part(q + r * ldq + p, d - p);
-      for (size_t c = 0; c < dn; c++)
+      for (size_t c = 0; c < DN; c++)
         acc[r][c] = _mm256_fmadd_ps(a, b[c], acc[r][c]);
     }
   }
-  sa_dots_store8(mr, dn, acc, scale, s, lds, nk);
+  sa_dots_store8(mr, DN, acc, scale, s, lds, nk);
 }
 
-/* Keys in blocks of dn, each block against every row in blocks of DM. */
+/* Keys in blocks of DN, each block against every pair of rows; the first
+ * pair names K's lines 4 KiB of rows ahead, by the range (dense: K's rows
+ * end to end) or the row cursor. Each a constant pointer or NULL where
+ * dots is inlined, so the cursor lives in registers. */
 static inline __attribute__((always_inline)) void
-score_dots(size_t dn, size_t m, size_t n, size_t d, const float *q, size_t ldq,
+score_dots(int dense, size_t m, size_t n, size_t d, const float *q, size_t ldq,
            const float *k, size_t ldk, float scale, float *s, size_t lds) {
   const size_t ahead = sa_prefetch_rows_ahead(d * sizeof(float), 4096);
   sa_prefetcher pf =
       sa_prefetcher_at(k, ldk * sizeof(float), d * sizeof(float), n, ahead);
-  for (size_t j0 = 0; j0 < n; j0 += dn) {
-    size_t nk = n - j0 < dn ? n - j0 : dn;
-    const float *kr[4];
-    for (size_t c = 0; c < dn; c++)
+  sa_range range = sa_range_at(k, d * sizeof(float), n, ahead);
+  for (size_t j0 = 0; j0 < n; j0 += DN) {
+    size_t nk = n - j0 < DN ? n - j0 : DN, limit = j0 + DN + ahead;
+    const float *kr[DN];
+    for (size_t c = 0; c < DN; c++)
       kr[c] = k + (c < nk ? j0 + c : j0) * ldk;
-    sa_prefetcher_raise(&pf, j0 + ahead);
-    for (size_t i0 = 0; i0 < m; i0 += DM) {
-      /* later row blocks find these keys in cache */
-      sa_prefetcher *pi = i0 == 0 ? &pf : NULL;
+    if (dense)
+      sa_range_to(&range, j0 + ahead, limit);
+    else
+      sa_prefetcher_raise(&pf, j0 + ahead);
+#define DOTS(r)                                                                \
+  dots(r, d, q, ldq, kr, dense ? &range : NULL, dense ? NULL : &pf, limit,     \
+       s + j0, lds, nk, scale)
+    SA_UNROLL_1_2(m < 2 ? m : 2, DOTS);
+#undef DOTS
+    for (size_t i0 = 2; i0 < m; i0 += 2) {
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;
-#define DOTS(r)                                                                \
-  dots(r, dn, d, qi, ldq, kr, pi, j0 + dn + ahead, si, lds, nk, scale)
-      SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
+#define DOTS(r) dots(r, d, qi, ldq, kr, NULL, NULL, 0, si, lds, nk, scale)
+      SA_UNROLL_1_2(m - i0 < 2 ? m - i0 : 2, DOTS);
 #undef DOTS
     }
   }
 }
 
+/* Each way in a function of its own, as avx512's score (whose measurements
+ * say why). */
+static __attribute__((noinline)) void
+dots_rows(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+          const float *k, size_t ldk, float scale, float *s, size_t lds) {
+  score_dots(0, m, n, d, q, ldq, k, ldk, scale, s, lds);
+}
+
+static __attribute__((noinline)) void
+dots_range(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+           const float *k, size_t ldk, float scale, float *s, size_t lds) {
+  score_dots(1, m, n, d, q, ldq, k, ldk, scale, s, lds);
+}
+
 void sa_score__avx2(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                     const float *k, size_t ldk, float scale, float *s,
                     size_t lds) {
-  if (m <= SA_AVX2_DOTS_M_WIDE)
-    score_dots(SA_AVX2_DN_WIDE, m, n, d, q, ldq, k, ldk, scale, s, lds);
-  else if (m <= DOTS_M)
-    score_dots(DN, m, n, d, q, ldq, k, ldk, scale, s, lds);
+  if (m <= DOTS_M)
+    (ldk == d ? dots_range : dots_rows)(m, n, d, q, ldq, k, ldk, scale, s, lds);
   else
     score_packed(m, n, d, q, ldq, k, ldk, scale, s, lds);
 }

@@ -108,19 +108,9 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
   }
 }
 
-/* Name K's next line: by the range when K's rows lie end to end, else by
- * the row cursor up to row `limit`; neither when both are NULL. */
-static inline __attribute__((always_inline)) void
-next_line(sa_range *rg, sa_prefetcher *pf, size_t limit) {
-  if (rg)
-    sa_range_next(rg, 0, 1);
-  else if (pf)
-    sa_prefetch_next(pf, limit, 0, 1);
-}
-
 /* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= DN, while rg or pf
- * (if any, next_line) names K's lines, DN a step of 16 values: a line per
- * key per 64 bytes of d, the rate the tile reads them. mr is a constant at
+ * (if any, sa_dots_next_line) names K's lines, DN a step of 16 values: a line
+ * per key per 64 bytes of d, the rate the tile reads them. mr is a constant at
  * every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
 dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
@@ -139,7 +129,7 @@ dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
   for (; p + 16 <= d; p += 16) {
     __m512 b[DN];
     for (size_t c = 0; c < DN; c++) {
-      next_line(rg, pf, limit);
+      sa_dots_next_line(rg, pf, limit);
       b[c] = _mm512_loadu_ps(kr[c] + p);
     }
 #pragma GCC unroll 4
