@@ -113,20 +113,30 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
  * per key per 64 bytes of d, the rate the tile reads them. mr is a constant at
  * every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
-dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
-     sa_range *rg, sa_prefetcher *pf, size_t limit, float *s, size_t lds,
-     size_t nk, float scale) {
+dots(int one, size_t mr, size_t d, const float *q, size_t ldq,
+     const float *const *kr, sa_range *rg, sa_prefetcher *pf, size_t limit,
+     float *s, size_t lds, size_t nk, float scale) {
   __m512 acc[DM][DN];
 #pragma GCC unroll 4
   for (size_t r = 0; r < mr; r++)
     for (size_t c = 0; c < DN; c++)
       acc[r][c] = _mm512_setzero_ps();
   size_t p = 0;
-  /* One row too takes its DN keys a step at a time: the DN sums are
-   * independent chains, where a row read whole before the next was one
-   * chain of d / 16 FMAs a key, bound by their latency (K in cache 1.5x
-   * the time). */
-  for (; p + 16 <= d; p += 16) {
+  /* One row of a tile with several (leftover rows), or on the row cursor:
+   * each K row read whole before the next, so its lines arrive in address
+   * order for the hardware prefetchers, the cursor named as before. 32
+   * heads, 4096 keys from memory, one Zen 4 core: 1.03-1.05x as fast
+   * (decode.c's dots measure the same way). A one-row call on the range
+   * (dots_one) takes its DN keys a step at a time instead: the DN sums are
+   * then independent chains, where a row read whole was one chain of
+   * d / 16 FMAs a key, bound by their latency. */
+  for (size_t c = 0; mr == 1 && !one && c < DN; c++)
+    for (p = 0; p + 16 <= d; p += 16) {
+      sa_dots_next_line(rg, pf, limit);
+      acc[0][c] = _mm512_fmadd_ps(_mm512_loadu_ps(q + p),
+                                  _mm512_loadu_ps(kr[c] + p), acc[0][c]);
+    }
+  for (; (mr > 1 || one) && p + 16 <= d; p += 16) {
     __m512 b[DN];
     for (size_t c = 0; c < DN; c++) {
       sa_dots_next_line(rg, pf, limit);
@@ -158,8 +168,9 @@ dots(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
  * first row block trickles the cursor (the range where K's rows lie end to
  * end), 4 KiB of rows ahead. */
 static inline __attribute__((always_inline)) void
-score_dots(int dense, size_t m, size_t n, size_t d, const float *q, size_t ldq,
-           const float *k, size_t ldk, float scale, float *s, size_t lds) {
+score_dots(int dense, int one, size_t m, size_t n, size_t d, const float *q,
+           size_t ldq, const float *k, size_t ldk, float scale, float *s,
+           size_t lds) {
   const size_t ahead = sa_prefetch_rows_ahead(d * sizeof(float), 4096);
   sa_prefetcher pf =
       sa_prefetcher_at(k, ldk * sizeof(float), d * sizeof(float), n, ahead);
@@ -180,7 +191,7 @@ score_dots(int dense, size_t m, size_t n, size_t d, const float *q, size_t ldq,
       const float *qi = q + i0 * ldq;
       float *si = s + i0 * lds + j0;
 #define DOTS(r)                                                                \
-  dots(r, d, qi, ldq, kr, ri, pi, j0 + DN + ahead, si, lds, nk, scale)
+  dots(one, r, d, qi, ldq, kr, ri, pi, j0 + DN + ahead, si, lds, nk, scale)
       SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
 #undef DOTS
     }
@@ -188,32 +199,46 @@ score_dots(int dense, size_t m, size_t n, size_t d, const float *q, size_t ldq,
 }
 
 /* K's lines are named by the range (kernels/prefetch.h) where its rows lie
- * end to end, else by the row cursor. Zen 5 VM, f32 from memory, 4096
- * keys, both ways in one library alternated call by call: 32 query heads
- * over 8 KV heads, the range 0.94-0.97x the time on one thread, 0.94-0.95x
- * on two, batch 8 0.95x; one row a KV head (MHA, 32 heads), with its keys
- * a step at a time (dots), 0.87-0.98x on one thread and 0.89-0.97x on two
- * against the row cursor and rows read whole (0.12.1). Each way in a
- * function of its own, so that neither's loop is compiled around the
- * other's state (with both in one function the row cursor's path ran 1.4x
- * slower). */
+ * end to end and the tile has rows side by side, else by the row cursor.
+ * Zen 5 VM, decode of 32 query heads over 8 KV heads, 4096 keys, f32 from
+ * memory, both ways in one library alternated call by call: the range
+ * 0.94-0.97x the time on one thread, 0.94-0.95x on two, batch 8 0.95x.
+ * Each way in a function of its own, so that neither's loop is compiled
+ * around the other's state (with both in one function the row cursor's
+ * path ran 1.4x slower). */
 static __attribute__((noinline)) void
 dots_rows(size_t m, size_t n, size_t d, const float *q, size_t ldq,
           const float *k, size_t ldk, float scale, float *s, size_t lds) {
-  score_dots(0, m, n, d, q, ldq, k, ldk, scale, s, lds);
+  score_dots(0, 0, m, n, d, q, ldq, k, ldk, scale, s, lds);
 }
 
 static __attribute__((noinline)) void
 dots_range(size_t m, size_t n, size_t d, const float *q, size_t ldq,
            const float *k, size_t ldk, float scale, float *s, size_t lds) {
-  score_dots(1, m, n, d, q, ldq, k, ldk, scale, s, lds);
+  score_dots(1, 0, m, n, d, q, ldq, k, ldk, scale, s, lds);
+}
+
+/* One row (MHA decode) on the range, its keys a step at a time. With the
+ * row cursor and rows read whole (until 0.12.1) the range had measured
+ * 1.10-1.15x the time; this way, K in L2, 0.64x, and decode of 32 heads
+ * over 32 KV heads, 4096 keys, f32 from memory, alternated call by call,
+ * 0.87-0.98x on one thread and 0.89-0.97x on two (Zen 5 VM). A function of
+ * its own, so that the other two compile as they did. */
+static __attribute__((noinline)) void dots_one(size_t n, size_t d,
+                                               const float *q, const float *k,
+                                               float scale, float *s) {
+  score_dots(1, 1, 1, n, d, q, d, k, d, scale, s, n);
 }
 
 void sa_score__avx512(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                       const float *k, size_t ldk, float scale, float *s,
                       size_t lds) {
-  if (m <= DOTS_M)
-    (ldk == d ? dots_range : dots_rows)(m, n, d, q, ldq, k, ldk, scale, s, lds);
-  else
+  if (m > DOTS_M)
     score_packed(m, n, d, q, ldq, k, ldk, scale, s, lds);
+  else if (ldk == d && m == 1)
+    dots_one(n, d, q, k, scale, s);
+  else if (ldk == d)
+    dots_range(m, n, d, q, ldq, k, ldk, scale, s, lds);
+  else
+    dots_rows(m, n, d, q, ldq, k, ldk, scale, s, lds);
 }

@@ -203,18 +203,7 @@ AI void wsum(size_t rb, size_t nv, int pf, int sub, size_t m, size_t n,
     for (size_t g0 = 0; g0 < dv; g0 += CG) {
       size_t cw = dv - g0 < CG ? dv - g0 : CG;
       const float *bi = beta ? beta + i0 : NULL;
-      /* Two rows or one: the prefetching block compiled on its own, where
-       * the cursor is the tile's and lives in registers; with pf a
-       * variable it lives on the stack, a load and a store a line named,
-       * and these tiles have too few FMAs a line to hide them (one row, V
-       * in L2: 0.64x the time; MHA decode from memory, Zen 5 VM, in one
-       * library alternated call by call: 0.90-0.99x on one thread,
-       * 0.92-0.97x on two). The 4 x 4 tile, 0.91x hot, ran 1.04-1.10x
-       * slower from memory so (not understood), and keeps the cursor on
-       * the stack. */
-      if (sub && rb == M2 && pf && i0 == 0)
-        sub_group(rb, nv, mr, n, cw, p, ldp, v + g0, ldv, bi, o + g0, ldo, 1);
-      else if (sub)
+      if (sub)
         sub_group(rb, nv, mr, n, cw, p + i0 * ldp, ldp, v + g0, ldv, bi,
                   o + i0 * ldo + g0, ldo, pf && i0 == 0);
       else
@@ -234,10 +223,27 @@ AI void wsum(size_t rb, size_t nv, int pf, int sub, size_t m, size_t n,
       const float *v, size_t ldv, const float *beta, float *o, size_t ldo) {   \
     wsum(rb, nv, 1, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);                \
   }
-SUB_BLOCKS(sub_blocks_2x8, M2, NV2)
 SUB_BLOCKS(sub_blocks_4x4, SA_AVX512_WSUM_M4, SA_AVX512_WSUM_NV4)
 SUB_BLOCKS(sub_blocks_mr, MR, SA_AVX512_WSUM_NV)
 #undef SUB_BLOCKS
+
+/* One or two rows: one row block, which prefetches, with the flag a
+ * constant where sub_group is inlined, so the cursor is the tile's own and
+ * lives in registers; in wsum's loop over row blocks it lives on the
+ * stack, a load and a store a line named, which the 2 x 8 tile, 8 or 16
+ * FMAs a line, cannot hide (one row, V in L2: 0.52x the time; MHA decode
+ * from memory, Zen 5 VM, in one library alternated call by call: 0.90-0.99x
+ * on one thread, 0.92-0.97x on two). The 4 x 4 tile, 0.91x hot that way,
+ * ran 1.04-1.10x slower from memory (not understood) and keeps wsum's
+ * loop. */
+static __attribute__((noinline)) void
+sub_blocks_2x8(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
+               const float *v, size_t ldv, const float *beta, float *o,
+               size_t ldo) {
+  for (size_t g0 = 0; g0 < dv; g0 += CG)
+    sub_group(M2, NV2, m, n, dv - g0 < CG ? dv - g0 : CG, p, ldp, v + g0, ldv,
+              beta, o + g0, ldo, 1);
+}
 
 static void sub_blocks(size_t m, size_t n, size_t dv, const float *p,
                        size_t ldp, const float *v, size_t ldv,
