@@ -80,7 +80,7 @@ int sa_wsum_decode_policy;
 /* What the two exp variants of one ISA share: the blocking. */
 #define AVX2_BLOCKING                                                          \
   "AVX2+FMA; score and wsum 6x16 register tiles (score on a packed K panel, "  \
-  "4x3 dot products for m <= 8, 2x4 for m <= 2); "
+  "row pairs x 4 keys of dot products for m <= 8, narrow K 4x3); "
 #define AVX512_BLOCKING                                                        \
   "AVX-512 F/BW/DQ/VL; score and wsum 8x32 register tiles (score on a "        \
   "packed K panel, 4x4 dot products for m <= 16), masked tails; "
