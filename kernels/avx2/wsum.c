@@ -184,9 +184,14 @@ static void group(size_t mr, size_t n, size_t cw, const float *p, size_t ldp,
                     &c0);
       cb = c0 * sizeof(float) / 64;
     }
+    /* the cursor a constant pointer in each copy of the tile, as above */
     for (; c0 + 8 * NV <= cw; c0 += 8 * NV, e.part += 8 * NV)
-      rows(mr, NV, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e,
-           cb++ < lines ? &cur : NULL, limit);
+      if (cb++ < lines)
+        rows(mr, NV, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e, &cur,
+             limit);
+      else
+        rows(mr, NV, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e, NULL,
+             limit);
     if (c0 + 8 <= cw) {
       rows(mr, 1, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e,
            cb++ < lines ? &cur : NULL, limit);
