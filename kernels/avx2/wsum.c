@@ -33,6 +33,12 @@
  * 32 KV heads 0.95-0.97x the time on one thread, 0.96-0.99x on two; over
  * 16 (two rows) 0.98x and 0.85x.
  *
+ * Every tile that names lines gets the cursor as a constant pointer in its
+ * inlined copy, so the cursor lives in registers (passed as "the cursor or
+ * NULL" it lived on the stack, a load and a store a line): V in L2, 3-6
+ * rows 0.85-0.95x the time; decode over 8 KV heads 0.88-1.01x on one
+ * thread (docs/DESIGN.md).
+ *
  * Tails: columns left after the 16-wide blocks go through a one-vector
  * tile, 8 wide, then once more for the last cols < 8 columns, whose vector
  * of v is copied through the stack on each j, never over-read (util.h says
