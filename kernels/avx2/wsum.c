@@ -33,11 +33,11 @@
  * 32 KV heads 0.95-0.97x the time on one thread, 0.96-0.99x on two; over
  * 16 (two rows) 0.98x and 0.85x.
  *
- * Every tile that names lines gets the cursor as a constant pointer in its
- * inlined copy, so the cursor lives in registers (passed as "the cursor or
- * NULL" it lived on the stack, a load and a store a line): V in L2, 3-6
- * rows 0.85-0.95x the time; decode over 8 KV heads 0.88-1.01x on one
- * thread (docs/DESIGN.md).
+ * The wide tiles and the 16-column ones get the cursor as a constant pointer
+ * in their inlined copies, so the cursor lives in registers (passed as "the
+ * cursor or NULL" it lived on the stack, a load and a store a line): V in L2,
+ * 3-6 rows 0.85-0.95x the time; decode over 8 KV heads 0.88-1.01x on one thread
+ * (docs/DESIGN.md).
  *
  * Tails: columns left after the 16-wide blocks go through a one-vector
  * tile, 8 wide, then once more for the last cols < 8 columns, whose vector
@@ -110,15 +110,19 @@ rows(size_t mr, size_t nv, size_t cols, size_t n, const float *p, size_t ldp,
 #undef TILE
 }
 
-/* One or two rows, nv = WNV1 or WNV2 whole vectors of columns over keys
+/* Vectors of columns a wide tile of mr (1 or 2) rows takes. */
+static inline size_t wide_nv(size_t mr) { return mr == 1 ? WNV1 : WNV2; }
+
+/* One or two rows, nv = wide_nv(mr) whole vectors of columns over keys
  * [0, n) of a sub-block: 8 or 4 sums a row, each one FMA a key, where the
  * 2-vector tile kept 2 or 4 chains of one FMA a key waiting on each
  * other's latency. pf (if any) names nv / 2 lines of V a key (a line per
  * 16 columns), up to row `limit`. */
 static inline __attribute__((always_inline)) void
-wide_tile(size_t mr, size_t nv, size_t n, const float *p, size_t ldp,
-          const float *v, size_t ldv, const float *beta, float *o, size_t ldo,
-          sa_wsum_ends e, sa_prefetcher *pf, size_t limit) {
+wide_tile(size_t mr, size_t n, const float *p, size_t ldp, const float *v,
+          size_t ldv, const float *beta, float *o, size_t ldo, sa_wsum_ends e,
+          sa_prefetcher *pf, size_t limit) {
+  const size_t nv = wide_nv(mr);
   __m256 acc[2][WNV1];
   for (size_t r = 0; r < mr; r++)
     for (size_t c = 0; c < nv; c++)
@@ -146,14 +150,13 @@ static inline __attribute__((always_inline)) void
 wide_blocks(size_t mr, size_t n, size_t cw, const float *p, size_t ldp,
             const float *v, size_t ldv, const float *beta, float *o, size_t ldo,
             sa_wsum_ends *e, sa_prefetcher *pf, size_t limit, size_t *c0) {
-  const size_t nv = mr == 1 ? WNV1 : WNV2;
+  const size_t nv = wide_nv(mr);
   for (; *c0 + 8 * nv <= cw; *c0 += 8 * nv, e->part += 8 * nv) {
+    /* mr a constant in each copy */
     if (mr == 1)
-      wide_tile(1, WNV1, n, p, ldp, v + *c0, ldv, beta, o + *c0, ldo, *e, pf,
-                limit);
+      wide_tile(1, n, p, ldp, v + *c0, ldv, beta, o + *c0, ldo, *e, pf, limit);
     else
-      wide_tile(2, WNV2, n, p, ldp, v + *c0, ldv, beta, o + *c0, ldo, *e, pf,
-                limit);
+      wide_tile(2, n, p, ldp, v + *c0, ldv, beta, o + *c0, ldo, *e, pf, limit);
   }
 }
 
@@ -190,14 +193,16 @@ static void group(size_t mr, size_t n, size_t cw, const float *p, size_t ldp,
                     &c0);
       cb = c0 * sizeof(float) / 64;
     }
-    /* the cursor a constant pointer in each copy of the tile, as above */
+    /* the blocks that name lines, then the rest: the cursor a constant
+     * pointer in each copy of the tile, as above (the tails below find cb
+     * below lines exactly when every block before them named lines) */
+    for (; cb < lines && c0 + 8 * NV <= cw;
+         c0 += 8 * NV, e.part += 8 * NV, cb++)
+      rows(mr, NV, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e, &cur,
+           limit);
     for (; c0 + 8 * NV <= cw; c0 += 8 * NV, e.part += 8 * NV)
-      if (cb++ < lines)
-        rows(mr, NV, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e, &cur,
-             limit);
-      else
-        rows(mr, NV, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e, NULL,
-             limit);
+      rows(mr, NV, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e, NULL,
+           limit);
     if (c0 + 8 <= cw) {
       rows(mr, 1, 8, nb, pj, ldp, vj + c0, ldv, beta, o + c0, ldo, e,
            cb++ < lines ? &cur : NULL, limit);
