@@ -34,7 +34,10 @@
  *  - dots: score_t.c's tiles, DM = 4 rows x DN = 3 keys (2 x DN_WIDE = 4
  *    for m <= 2), K read as it lies, 8 values a step widened once for every
  *    row of the tile (a q8_0 block's scale once per 32 values), and
- *    util.h's transposed reduction into the score tile.
+ *    util.h's transposed reduction into the score tile. score.c's pairs x
+ *    4 keys, faster on Zen 5, ran 1.05-1.07x slower here on Zen 3 (gcc
+ *    reloads K for each pair; docs/DESIGN.md, "What the avx2 decode is
+ *    bound by on a Zen 3 core").
  *  - online step: the set's own softmax_online on the chunk's tile, so its
  *    NaN and -inf rules are those of the composition by construction.
  *  - value sums: passes of RB rows x NV vectors of columns, chosen by m
