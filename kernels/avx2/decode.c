@@ -130,12 +130,12 @@ SA_INLINE void stream_raise(stream *st, size_t row) {
 /* Names the rows up to limit. The cursor lives in locals for the loop and
  * the next row of the same list is one index step: until then every row
  * was sought from the stream's start through the struct, and on a Zen 3
- * core (K and V in L2) the decode ran 0.89-0.91x the time at m = 1-2 and
- * 0.95x at m = 4 this way, 10 % and 5 % fewer instructions, the same
- * from memory. A line a turn: four a turn, fewer instructions still, ran
- * 1.02-1.05x slower from memory (h32/kv8), the prefetches in tighter
- * bursts (docs/DESIGN.md, "What the avx2 decode is bound by on a Zen 3
- * core"). */
+ * core (K and V in L2) the decode ran 0.79-0.91x the time at m = 1,
+ * 0.89x at m = 2 and 0.87-0.95x at m = 4 this way, 10 % and 5 % fewer
+ * instructions, the same from memory. A line a turn: four a turn, fewer
+ * instructions still, ran 1.02-1.05x slower from memory (h32/kv8), the
+ * prefetches in tighter bursts (docs/DESIGN.md, "What the avx2 decode is
+ * bound by on a Zen 3 core"). */
 SA_INLINE void stream_until(stream *st, size_t limit) {
   if (!st->line || st->row >= limit)
     return;
