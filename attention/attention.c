@@ -35,6 +35,7 @@ typedef struct job {
   float *split;    /* parts' results: per task, block_q rows of dim_v + 1 */
   int turns;       /* decode in turns (sa_tiles_fused_decode) */
   size_t together; /* tiles a task runs so (1: one) */
+  size_t merges;   /* split-KV: merge tasks per tile */
 } job;
 
 /* Tile number `tile` of job j: the query blocks of one (batch, head) are
@@ -190,16 +191,23 @@ static void run_tile(void *arg, size_t task, int worker) {
 }
 
 /* Split-KV, second step: a tile's parts merged in part order, whichever
- * worker does it, so the result does not depend on the thread count. */
-static void merge_tile(void *arg, size_t tile, int worker) {
+ * worker does it, so the result does not depend on the thread count. A
+ * task merges SA_MERGE_ROWS rows of one tile: a call that splits has few
+ * tiles (one for a batch-1 MQA decode), and with a task a tile one worker
+ * merged while the others waited. */
+static void merge_rows(void *arg, size_t task, int worker) {
   const job *j = arg;
   const sa_plan *p = j->p;
   (void)worker;
   float w[SA_SPLIT_TILES], vals[SA_SPLIT_TILES];
   const float *rows[SA_SPLIT_TILES];
+  size_t tile = task / j->merges, i0 = task % j->merges * SA_MERGE_ROWS;
   sa_tile_io t;
   tile_of(j, tile, &t);
-  for (size_t i = 0; i < t.m; i++) {
+  if (i0 >= t.m)
+    return;
+  size_t i1 = t.m - i0 < SA_MERGE_ROWS ? t.m : i0 + SA_MERGE_ROWS;
+  for (size_t i = i0; i < i1; i++) {
     int kept = 0;
     for (size_t k = 0; k < j->parts; k++) {
       const float *slot = part_slot(j, tile, k);
@@ -269,6 +277,8 @@ static void tiling(const sa_plan *p, job *j, size_t workers, size_t *ntiles,
   /* small: fewer than SA_SPLIT_TILES tiles, at most that many parts */
   *split_floats =
       j->parts > 1 ? *ntiles * j->parts * p->block_q * (p->dim_v + 2) : 0;
+  size_t rows = j->stacked && p->group < p->block_q ? p->group : p->block_q;
+  j->merges = (rows + SA_MERGE_ROWS - 1) / SA_MERGE_ROWS;
 }
 
 /* Every worker's scratch big enough for the plan, and the split-KV buffer:
@@ -392,7 +402,7 @@ sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
       (st = sa_plan_memory(&p, q, k, v, o)) ||
       (st = plan_kernels(ctx->ks, &p)) || (st = sa_context_enter(ctx)))
     return st;
-  job j = {ctx->ks, &p, ctx->scratch, q, k, v, o, 0, 0, 0, 1, NULL, 0, 1};
+  job j = {ctx->ks, &p, ctx->scratch, q, k, v, o, 0, 0, 0, 1, NULL, 0, 1, 0};
   size_t ntiles, split_floats;
   tiling(&p, &j, (size_t)ctx->nthreads, &ntiles, &split_floats);
   if ((st = ensure_scratch(ctx, &p, split_floats, &j.split))) {
@@ -401,7 +411,7 @@ sa_status sa_attention(sa_context *ctx, const sa_attention_desc *desc,
   }
   sa_pool_run(ctx->pool, ntiles * j.parts / j.together, run_tile, &j);
   if (j.parts > 1)
-    sa_pool_run(ctx->pool, ntiles, merge_tile, &j);
+    sa_pool_run(ctx->pool, ntiles * j.merges, merge_rows, &j);
   sa_context_leave(ctx);
   sa_clear_error();
   return SA_OK;

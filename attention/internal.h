@@ -63,6 +63,8 @@ typedef struct sa_scratch {
  * (SA_DECODE_FEW_BLOCK_KV: parts as long as with 4 blocks of 1024). */
 #define SA_SPLIT_MIN_BLOCKS 4
 #define SA_SPLIT_MIN_KEYS 4096
+/* ...and merged SA_MERGE_ROWS rows a task. */
+#define SA_MERGE_ROWS 8
 /* Decode over paged or token-major caches: the tiles of one sequence (its
  * KV heads) run together, SA_TOGETHER_KEYS keys of each in turn, so the
  * rows of a page, or of a token, are read close in time rather than one

@@ -127,6 +127,12 @@ int main(void) {
   block_q = block_kv = 0;
   determinism_case("fused GQA decode, default blocks", 8, 2, 1, 9000,
                    SA_MASK_CAUSAL_BOTTOM_RIGHT, SA_ALGO_FUSED);
+  /* The merge takes 8 rows a task: a 12-row MQA tile (8 + 4) and one
+   * query block of 20 rows (8 + 8 + 4), each split along its keys. */
+  determinism_case("fused MQA decode 12/1, default blocks", 12, 1, 1, 9000,
+                   SA_MASK_NONE, SA_ALGO_FUSED);
+  determinism_case("fused split Lq=20 Lk=9000, default blocks", 1, 1, 20, 9000,
+                   SA_MASK_CAUSAL_BOTTOM_RIGHT, SA_ALGO_FUSED);
   /* Contiguous GQA decode takes decode_rows or the three kernels as the
    * machine's L1D says (plan.c): both ways here, whichever this one takes. */
   for (int way = 1; way >= -1; way -= 2) {
