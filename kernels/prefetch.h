@@ -73,13 +73,18 @@ typedef struct sa_prefetcher {
  * sa_prefetch_until, have no pages ahead at all). */
 #define SA_PREFETCH_FAR 16384
 
+/* The 64-byte line that holds address p. */
+static inline const char *sa_line_of(const void *p) {
+  return (const char *)((uintptr_t)p & ~(uintptr_t)63);
+}
+
 /* The first line of row pf->row (none past the last row). */
 static inline void sa_prefetcher_seek(sa_prefetcher *pf, size_t row) {
   pf->row = row < pf->n ? row : pf->n;
   pf->line = pf->end = NULL;
   if (pf->row < pf->n && pf->bytes) {
     const char *r = pf->base + pf->row * pf->ld;
-    pf->line = (const char *)((uintptr_t)r & ~(uintptr_t)63);
+    pf->line = sa_line_of(r);
     pf->end = r + pf->bytes;
   }
 }
@@ -204,7 +209,7 @@ static inline sa_range sa_range_at(const void *base, size_t ld, size_t n,
   const char *b = (const char *)base;
   sa_range r = {b, b, b, b + n * ld, ld, n};
   const char *f = b + (first < n ? first : n) * ld;
-  r.line = (const char *)((uintptr_t)f & ~(uintptr_t)63);
+  r.line = sa_line_of(f);
   return r;
 }
 
@@ -213,7 +218,7 @@ static inline sa_range sa_range_at(const void *base, size_t ld, size_t n,
 static inline void sa_range_to(sa_range *r, size_t from, size_t to) {
   const size_t n = r->n;
   const char *f = r->base + (from < n ? from : n) * r->ld;
-  f = (const char *)((uintptr_t)f & ~(uintptr_t)63);
+  f = sa_line_of(f);
   if (r->line < f)
     r->line = f;
   r->stop = r->base + (to < n ? to : n) * r->ld;

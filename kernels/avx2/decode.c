@@ -113,7 +113,7 @@ SA_INLINE void stream_seek(stream *st, size_t row) {
       st->s = s;
       st->i = row;
       if (st->bytes[s]) {
-        st->line = (const char *)((uintptr_t)r & ~(uintptr_t)63);
+        st->line = sa_line_of(r);
         st->end = r + st->bytes[s];
       }
       return;
@@ -147,7 +147,7 @@ SA_INLINE void stream_until(stream *st, size_t limit) {
     row++;
     if (++i < st->n[s]) { /* list s has bytes: its row had a line */
       const char *r = (const char *)st->list[s][i];
-      line = (const char *)((uintptr_t)r & ~(uintptr_t)63);
+      line = sa_line_of(r);
       end = r + st->bytes[s];
     } else {
       stream_seek(st, row);
