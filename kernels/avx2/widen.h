@@ -1,10 +1,12 @@
 /*
  * Widening narrow K / V values to fp32 vectors for the AVX2 kernels
- * (score_t.c, wsum_t.c). Every widening is exact, so the kernels then do the
- * f32 kernels' arithmetic on the very values the oracle sees:
+ * (score_t.c, wsum_t.c, decode.c). Every widening is exact, so the kernels
+ * then do the f32 kernels' arithmetic on the very values the oracle sees:
  *   f16:  F16C vcvtph2ps (exact, and real CPUs ignore DAZ for it);
- *   bf16: zero-extend and shift into the top half (an sNaN stays signalling,
- *         but the first FMA quietens it as the oracle's widening does);
+ *   bf16: into the top half of a lane, zero below: 8 values zero-extended
+ *         and shifted, or 16 as even and odd values (a shift, an and); an
+ *         sNaN stays signalling, but the first FMA quietens it as the
+ *         oracle's widening does;
  *   q8_0: int8 -> int32 -> f32, times the block's f16 scale: an 8-bit by
  *         11-bit product no smaller than 2^-24, so exact in fp32.
  * The kernels name the type as a constant (sa_dtype) at every call, so each
@@ -80,6 +82,33 @@ SA_INLINE __m256 sa_widen8_at(sa_dtype t, const char *row, size_t p,
   if (np < 8)
     return sa_widen8_part(t, sa_elem_at(t, row, p), np);
   return sa_widen8(t, sa_elem_at(t, row, p), _mm256_setzero_ps());
+}
+
+/* 16 bf16 values at x as two vectors, without zero-extension: the even
+ * ones (values 0, 2, .. 14) in *e and the odd ones in *o. A 32-bit lane
+ * holds values 2i (low half) and 2i + 1 (high half), each an f32 once in
+ * the high half: one load, a shift and an and, where widening 8 at a time
+ * takes two zero-extending loads and two shifts (on a Zen 3 core shifts
+ * and shuffles share pipe 1 with the FMAs). The and's mask is made here,
+ * in the caller's loop (the empty asm keeps it there): gcc hoists the
+ * constant out of every loop, where it held one of the 16 registers
+ * through wsum_t's 6-row tile (12 sums, 2 V vectors, a broadcast), which
+ * then ran 1.8x slower. A kernel summing into the two vectors keeps the
+ * columns so, and puts them back in order once (sa_pairs_in_order). */
+SA_INLINE void sa_widen16_bf16_pairs(const char *x, __m256 *e, __m256 *o) {
+  __m256i v = _mm256_loadu_si256((const __m256i *)x);
+  __m256i high = _mm256_set1_epi32((int)0xffff0000u);
+  __asm__("" : "+x"(high));
+  *e = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  *o = _mm256_castsi256_ps(_mm256_and_si256(v, high));
+}
+
+/* Columns 0, 2, .. 14 in *e and 1, 3, .. 15 in *o, back in column order
+ * (0-7 in *e, 8-15 in *o). */
+SA_INLINE void sa_pairs_in_order(__m256 *e, __m256 *o) {
+  __m256 lo = _mm256_unpacklo_ps(*e, *o), hi = _mm256_unpackhi_ps(*e, *o);
+  *e = _mm256_permute2f128_ps(lo, hi, 0x20);
+  *o = _mm256_permute2f128_ps(lo, hi, 0x31);
 }
 
 /* Prefetch a row of `bytes` bytes at x: every 64-byte line holds a

@@ -41,26 +41,14 @@ enum {
   CG = SA_AVX2_WSUM_CG,
 };
 
-/* A whole 16-column bf16 tile keeps its sums as even columns and odd
- * columns (key), parked so between sub-blocks, and puts them back in
- * column order for the last store (pairs_in_order): each column sums the
- * same products in the same order, bit for bit the column-order tile's,
- * and 16 values widen with one load, a shift and an and instead of two
- * zero-extending loads and two shifts (the shifts and zero-extensions
- * share a Zen 3 core's FMA pipe 1). V in L2, one Zen 3 core, builds
- * alternated: 0.96x the time at 4 rows, 0.98x at 1-2 and 6-64.
- * The and's mask is made in the loop: hoisted out of it, as gcc does,
- * it held a register across the whole call and the 6-row tile (12 sums,
- * 2 vectors of V, a broadcast) ran 1.8x slower. */
+/* A whole 16-column bf16 tile widens its 16 values as even and odd
+ * columns (widen.h), keeps its sums so, parked so between sub-blocks, and
+ * puts them back in column order for the last store: each column sums
+ * the same products in the same order, bit for bit the column-order
+ * tile's. V in L2, one Zen 3 core, builds alternated: 0.96x the time at 4
+ * rows, 0.98x at 1-2 and 6-64. */
 SA_INLINE int bf16_pairs(sa_dtype t, size_t nv, size_t cols) {
   return t == SA_BF16 && nv == 2 && cols == 8;
-}
-
-/* Columns 0, 2, .. 14 in e and 1, 3, .. 15 in o, back in column order. */
-SA_INLINE void pairs_in_order(__m256 *e, __m256 *o) {
-  __m256 lo = _mm256_unpacklo_ps(*e, *o), hi = _mm256_unpackhi_ps(*e, *o);
-  *e = _mm256_permute2f128_ps(lo, hi, 0x20);
-  *o = _mm256_permute2f128_ps(lo, hi, 0x31);
 }
 
 /* acc[r][c] += p[r * ldp] * row[c0 + 8 c ..] for one key (bf16_pairs: the
@@ -70,15 +58,9 @@ SA_INLINE void key(sa_dtype t, size_t mr, size_t nv, size_t cols,
                    __m256 acc[MR][NV]) {
   const __m256 sc = t == SA_Q8_0 ? sa_q8_scale(row, c0) : _mm256_setzero_ps();
   __m256 b[NV];
-  if (bf16_pairs(t, nv, cols)) {
-    /* 16 values in one load: a 32-bit lane holds columns 2i (low half)
-     * and 2i + 1 (high half), each an f32 once moved to the high half */
-    __m256i x = _mm256_loadu_si256((const __m256i *)sa_elem_at(t, row, c0));
-    b[0] = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
-    __m256i high = _mm256_set1_epi32((int)0xffff0000u);
-    __asm__("" : "+x"(high)); /* kept in the loop: see bf16_pairs */
-    b[1] = _mm256_castsi256_ps(_mm256_and_si256(x, high));
-  } else
+  if (bf16_pairs(t, nv, cols))
+    sa_widen16_bf16_pairs(sa_elem_at(t, row, c0), &b[0], &b[1]);
+  else
     for (size_t c = 0; c < nv; c++) {
       const char *x = sa_elem_at(t, row, c0 + 8 * c);
       b[c] = c + 1 < nv || cols == 8 ? sa_widen8(t, x, sc)
@@ -114,7 +96,7 @@ SA_INLINE void tile(sa_dtype t, size_t mr, size_t nv, size_t cols, size_t n,
       key(t, mr, nv, cols, p + j, ldp, v + j * ldb, c0, acc);
   if (bf16_pairs(t, nv, cols) && e.last)
     for (size_t r = 0; r < mr; r++)
-      pairs_in_order(&acc[r][0], &acc[r][1]);
+      sa_pairs_in_order(&acc[r][0], &acc[r][1]);
   sa_wsum_end(mr, nv, cols, e, beta, o, ldo, acc);
 }
 
