@@ -169,9 +169,10 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
    * every row sees, its rows' addresses listed page by page, score to
    * weighted sum in one call whose chunks span pages (the three kernels
    * would pay a gather per block, or three calls and a rescale per page).
-   * Contiguous f32 caches take it too for GQA groups of 3 to 8 heads
-   * (plan.c, contiguous_by_rows); other contiguous tiles keep the three
-   * kernels, which stream K and V at least as fast there. */
+   * Contiguous f32 caches take it too for GQA groups of 3 to 8 heads on
+   * the cores where it measured faster (plan.c, contiguous_by_rows and
+   * rows_on_contiguous); other contiguous tiles keep the three kernels,
+   * which stream K and V at least as fast there. */
   const int dec = m <= SA_DECODE_ROWS && rows_listed(ks, p);
   /* Scores are taken in log2 units: scale * log2(e) in score's epilogue,
    * and the online step's exp becomes exp2, whose range reduction is a

@@ -245,8 +245,14 @@ static inline int sa_decode_rows_fit(const sa_kernel_set *ks,
   return ks->decode_rows && !p->mods && !p->scan;
 }
 
+/* Under 1 MiB of L2 a core's contiguous GQA decode takes the three
+ * kernels for groups of up to this many query heads (plan.c,
+ * rows_on_contiguous). */
+#define SA_SMALL_L2_GROUP 6
+
 /* How contiguous GQA decode runs (plan.c, rows_on_contiguous): 0 as this
- * machine's L1D says, 1 through decode_rows, -1 through the three kernels.
+ * machine's caches say, 1 through decode_rows, -1 through the three
+ * kernels.
  * Tests set it to run both ways; set only while no call runs. */
 extern int sa_contiguous_rows_policy;
 

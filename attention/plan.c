@@ -343,8 +343,8 @@ static void wide_blocks(const sa_plan *p, size_t *block_q, size_t *block_kv) {
 /* Decode (one query position) of f32 K and V with nothing around the
  * softmax (no mask, score_mod step or window) in tiles of at most
  * SA_DECODE_FEW_ROWS rows: what decode_rows takes at least as fast as the
- * three kernels on both x86 sets of a Zen 4 (below; not a Zen 5:
- * rows_on_contiguous).
+ * three kernels on both x86 sets of a Zen 4 (below; not a Zen 5, nor
+ * groups of 3-6 heads on a Zen 3: rows_on_contiguous).
  *
  * Paged, it takes the decode blocks of a contiguous cache, so 256-key pages
  * (shorter than those) go through decode_rows in turns as finer pages do
@@ -365,29 +365,39 @@ static int f32_decode_few(const sa_plan *p) {
 
 int sa_contiguous_rows_policy;
 
-/* Whether this machine's contiguous GQA decode takes decode_rows (below):
- * measured faster so on a Zen 4 (32 KiB L1D), slower on a Zen 5 (48 KiB:
- * h32/kv8 and kv4, batch 1 and 8, one and two threads, f32 from memory,
- * both paths in one process: avx512 1.12-1.28x the three kernels' time,
- * avx2 1.21x; with its lanes prefetching into L2 instead of L1, 1.23-1.26x).
- * The L1D size is the line between the two cores we have measured, and
- * where hwloc reports none the Zen 4 way stands. Unmeasured elsewhere.
- * Pages of 256 keys or more follow the contiguous cache (plan_make): where
- * it takes the three kernels, they take them a page a block in place
- * (h32/kv8 batch 8, 256-key pages over contiguous, Zen 5: 1.08-1.09x,
- * through decode_rows in turns 1.14-1.30x). sa_contiguous_rows_policy
- * (tests) forces either way. */
-static int rows_on_contiguous(void) {
+/* Whether this machine's contiguous GQA decode of groups of `rows` query
+ * heads takes decode_rows (below). Measured faster so on a Zen 4 (32 KiB
+ * L1D, 1 MiB L2), slower on a Zen 5 (48 KiB L1D: h32/kv8 and kv4, batch 1
+ * and 8, one and two threads, f32 from memory, both paths in one process:
+ * avx512 1.12-1.28x the three kernels' time, avx2 1.21x; with its lanes
+ * prefetching into L2 instead of L1, 1.23-1.26x), and on a Zen 3 (32 KiB
+ * L1D, 512 KiB L2, AVX2 only) slower for groups of 3-6 heads (the three
+ * kernels 0.82-0.91x the time: h32/kv8 batch 1 and 8, one and two threads,
+ * and groups of 3, 5 and 6) but faster for 7 and 8 (the three kernels
+ * 1.03-1.09x: avx2's wsum takes 6 rows a tile, so 7 or 8 rows take it
+ * twice). The L1D and the L2 (hwloc) are the lines between the three
+ * cores we have measured, and where hwloc reports none the Zen 4 way
+ * stands. Unmeasured elsewhere. Pages of 256 keys or more follow the
+ * contiguous cache (plan_make): where it takes the three kernels, they
+ * take them a page a block in place (h32/kv8 batch 8, 256-key pages over
+ * contiguous, Zen 5: 1.08-1.09x, through decode_rows in turns
+ * 1.14-1.30x). sa_contiguous_rows_policy (tests) forces either way. */
+static int rows_on_contiguous(size_t rows) {
   if (sa_contiguous_rows_policy)
     return sa_contiguous_rows_policy > 0;
-  size_t l1d = sa_topology_l1d();
-  return l1d == 0 || l1d < ((size_t)48 << 10);
+  size_t l1d = sa_topology_l1d(), l2 = sa_topology_l2();
+  if (l1d == 0)
+    return 1;
+  if (l1d >= ((size_t)48 << 10))
+    return 0;
+  return l2 == 0 || l2 >= ((size_t)1 << 20) || rows > SA_SMALL_L2_GROUP;
 }
 
 /* Decode of a GQA group of 3 to SA_DECODE_FEW_ROWS query heads over a
  * contiguous head-major f32 cache, with nothing around the softmax: its
  * tiles take decode_rows one at a time, rows listed a block at a time
- * (fused.c), rather than the three kernels. Its chunks read 128-256 keys
+ * (fused.c), rather than the three kernels, where rows_on_contiguous
+ * says so (the cores it was measured faster on). Its chunks read 128-256 keys
  * of K, then of V, with one online step each; the three kernels stream
  * the 4096-key block's K, then its V. h32 over 8 or 4 KV heads (4 or 8
  * rows), batch 8 of 512-4096 keys, one Zen 4 core, paths alternated:
@@ -399,7 +409,7 @@ static int rows_on_contiguous(void) {
  * score_t's and wsum_t's: docs/DESIGN.md, "Narrow caches in turns"). */
 static int contiguous_by_rows(const sa_plan *p) {
   return !p->table && !sa_rows_apart(p) && f32_decode_few(p) &&
-         p->block_q > 2 && rows_on_contiguous();
+         p->block_q > 2 && rows_on_contiguous(p->block_q);
 }
 
 /* Other paged calls: SA_DEFAULT_BLOCK_KV keys a block, so that 256-key
@@ -498,8 +508,8 @@ sa_status sa_plan_make(const sa_attention_desc *d, size_t block_q,
                : p->block_q <= SA_DECODE_ROWS   ? SA_DECODE_BLOCK_KV
                : p->block_q <= SA_GROUP_ROWS    ? SA_GROUP_BLOCK_KV
                                                 : SA_DEFAULT_BLOCK_KV;
-    if (p->table && (!f32_decode_few(p) ||
-                     (p->page >= SA_DEFAULT_BLOCK_KV && !rows_on_contiguous())))
+    if (p->table && (!f32_decode_few(p) || (p->page >= SA_DEFAULT_BLOCK_KV &&
+                                            !rows_on_contiguous(p->block_q))))
       block_kv = paged_block(p, block_kv);
   }
   p->block_kv = block_kv < p->len_kv ? block_kv : p->len_kv;

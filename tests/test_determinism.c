@@ -134,7 +134,8 @@ int main(void) {
   determinism_case("fused split Lq=20 Lk=9000, default blocks", 1, 1, 20, 9000,
                    SA_MASK_CAUSAL_BOTTOM_RIGHT, SA_ALGO_FUSED);
   /* Contiguous GQA decode takes decode_rows or the three kernels as the
-   * machine's L1D says (plan.c): both ways here, whichever this one takes. */
+   * machine's L1D and L2 and the group's size say (plan.c): both ways
+   * here, whichever this one takes. */
   for (int way = 1; way >= -1; way -= 2) {
     sa_contiguous_rows_policy = way;
     determinism_case(way > 0 ? "fused GQA decode, decode_rows"
