@@ -35,6 +35,9 @@ static const sa_tiles avx2 = {
     /* wsum_t's sub-blocks are 2 KB (f16, bf16) and 4 KB (q8_0) keys */
     .n = {SA_AVX2_NR, SA_AVX2_DN, SA_AVX2_DN_WIDE, SA_AVX2_WSUM_KB,
           2 * SA_AVX2_WSUM_KB, 4 * SA_AVX2_WSUM_KB},
+    /* score's dots as key streams from this many keys on */
+    .n_cut = {SA_AVX2_DN_WIDE * SA_AVX2_STREAM_KEYS},
+    .k_bytes = SA_AVX2_STREAM_BYTES,
     /* softmax_impl.h's row max takes 4 vectors a step, exp and sum 2 */
     .row = {SA_AVX2_LANES, 2 * SA_AVX2_LANES, 4 * SA_AVX2_LANES},
     /* score_t's dot products take a q8_0 block of d a step */

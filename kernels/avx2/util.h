@@ -93,18 +93,41 @@ sa_store4(float *p, size_t w, size_t nk, __m128 x) {
  * which the compiler drops; the 128-bit lane swap adds as it goes: lane h
  * of sum holds row g + h's sums. mr and dn are constants at every call.
  */
+static inline __attribute__((always_inline)) __m256
+sa_dots_pair(__m256 acc[4][4], size_t g, __m256 vs) {
+  __m256 y0 = sa_hsum4(acc[g]), y1 = sa_hsum4(acc[g + 1]);
+  __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(y0, y1, 0x20),
+                             _mm256_permute2f128_ps(y0, y1, 0x31));
+  return _mm256_mul_ps(sum, vs);
+}
+
 static inline __attribute__((always_inline)) void
 sa_dots_store8(size_t mr, size_t dn, __m256 acc[4][4], float scale, float *s,
                size_t lds, size_t nk) {
   const __m256 vs = _mm256_set1_ps(scale);
   for (size_t g = 0; g < mr; g += 2) {
-    __m256 y0 = sa_hsum4(acc[g]), y1 = sa_hsum4(acc[g + 1]);
-    __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(y0, y1, 0x20),
-                               _mm256_permute2f128_ps(y0, y1, 0x31));
-    sum = _mm256_mul_ps(sum, vs);
+    __m256 sum = sa_dots_pair(acc, g, vs);
     sa_store4(s + g * lds, dn, nk, _mm256_castps256_ps128(sum));
     if (g + 1 < mr)
       sa_store4(s + (g + 1) * lds, dn, nk, _mm256_extractf128_ps(sum, 1));
+  }
+}
+
+/* sa_dots_store8 for tiles whose keys are ks floats apart in s (one key
+ * of each of dn streams, score.c): s[r][c ks] = scale * the sum of
+ * acc[r][c], the same sums in the same order. */
+static inline __attribute__((always_inline)) void
+sa_dots_scatter8(size_t mr, size_t dn, __m256 acc[4][4], float scale, float *s,
+                 size_t lds, size_t ks) {
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (size_t g = 0; g < mr; g += 2) {
+    _Alignas(32) float x[8];
+    _mm256_store_ps(x, sa_dots_pair(acc, g, vs));
+    for (size_t c = 0; c < dn; c++)
+      s[g * lds + c * ks] = x[c];
+    if (g + 1 < mr)
+      for (size_t c = 0; c < dn; c++)
+        s[(g + 1) * lds + c * ks] = x[4 + c];
   }
 }
 
