@@ -230,8 +230,8 @@ dots_range(size_t m, size_t n, size_t d, const float *q, size_t ldq,
  * to keep beside the tile); nq odd, so that the streams' rows (and their
  * scores in s) are not a power of two apart, which put all four in one
  * cache set: at n = 4096, m = 8, 1.14x slower from memory than one
- * stream, 0.94x with nq odd. The keys left (DN to 2 DN - 1) as score_dots
- * takes them. */
+ * stream, 0.94x with nq odd. The keys left (fewer than 2 DN) as
+ * score_dots takes them. */
 static __attribute__((noinline)) void
 dots_streams(size_t m, size_t n, size_t d, const float *q, size_t ldq,
              const float *k, size_t ldk, float scale, float *s, size_t lds) {

@@ -19,10 +19,11 @@ enum {
   SA_AVX2_DN = 3,
   SA_AVX2_DOTS_M_WIDE = 2, /*   DN_WIDE keys for m <= this */
   SA_AVX2_DN_WIDE = 4,
-  SA_AVX2_STREAM_KEYS = 16, /* score's dots: keys as DN_WIDE streams of at */
-  SA_AVX2_STREAM_BYTES =    /*   least this many, for m <= 2, and for */
-  1 << 20,                  /*   m <= DOTS_M on this many bytes of K */
-  SA_AVX2_WSUM_MR = 6,      /* wsum and wsum_t: rows x vectors of columns */
+  /* score's dots: keys as DN_WIDE streams of at least STREAM_KEYS, for
+   * m <= DOTS_M_WIDE, and for m <= DOTS_M on STREAM_BYTES of K or more */
+  SA_AVX2_STREAM_KEYS = 16,
+  SA_AVX2_STREAM_BYTES = 1 << 20,
+  SA_AVX2_WSUM_MR = 6, /* wsum and wsum_t: rows x vectors of columns */
   SA_AVX2_WSUM_NV = 2,
   SA_AVX2_WSUM_KB = 32,       /*   keys a sub-block, through every column */
   SA_AVX2_WSUM_CG = 128,      /*   of a group of CG columns before the next */
