@@ -140,10 +140,12 @@ dots_at(size_t mr, size_t d, const float *q, size_t ldq, const float *const *kr,
   for (; p + 8 <= d; p += 8) {
     __m256 b[DN];
     for (size_t c = 0; c < DN; c++) {
-      if (p % 16 == 0 && pfo)
-        sa_prefetch_line((const char *)(kr[c] + p) + pfo, 0);
-      else if (p % 16 == 0)
-        sa_dots_next_line(rg, pf, limit);
+      if (p % 16 == 0) {
+        if (pfo)
+          sa_prefetch_line((const char *)(kr[c] + p) + pfo, 0);
+        else
+          sa_dots_next_line(rg, pf, limit);
+      }
       b[c] = _mm256_loadu_ps(kr[c] + p);
     }
     for (size_t r = 0; r < mr; r++) {
