@@ -31,19 +31,22 @@ static const sa_tiles scalar = {.m = {1},
 #if SA_HAVE_AVX2
 static const sa_tiles avx2 = {
     .m = {SA_AVX2_MR, SA_AVX2_DM, SA_AVX2_WSUM_MR},
-    .m_cut = {SA_AVX2_DOTS_M_WIDE, SA_AVX2_DOTS_M, SA_AVX2_WSUM_DEQ_M},
+    .m_cut = {SA_AVX2_DOTS_M_WIDE, SA_AVX2_DOTS_M, SA_AVX2_WSUM_DEQ_M,
+              SA_AVX2_WSUM_STREAM_M},
     /* wsum_t's sub-blocks are 2 KB (f16, bf16) and 4 KB (q8_0) keys */
     .n = {SA_AVX2_NR, SA_AVX2_DN, SA_AVX2_DN_WIDE, SA_AVX2_WSUM_KB,
           2 * SA_AVX2_WSUM_KB, 4 * SA_AVX2_WSUM_KB},
-    /* score's dots as key streams from this many keys on */
-    .n_cut = {SA_AVX2_DN_WIDE * SA_AVX2_STREAM_KEYS},
+    /* score's dots and wsum's sums as key streams from these many keys on */
+    .n_cut = {SA_AVX2_DN_WIDE * SA_AVX2_STREAM_KEYS,
+              4 * SA_AVX2_WSUM_STREAM_KEYS},
     .k_bytes = SA_AVX2_STREAM_BYTES,
     /* softmax_impl.h's row max takes 4 vectors a step, exp and sum 2 */
     .row = {SA_AVX2_LANES, 2 * SA_AVX2_LANES, 4 * SA_AVX2_LANES},
     /* score_t's dot products take a q8_0 block of d a step */
     .d = {SA_AVX2_LANES, SA_QK8_0},
     .kc = {SA_AVX2_KC},
-    .dv = {SA_AVX2_LANES, (SA_AVX2_WSUM_NV * SA_AVX2_LANES), SA_AVX2_WSUM_CG},
+    .dv = {SA_AVX2_LANES, (SA_AVX2_WSUM_NV * SA_AVX2_LANES), SA_AVX2_WSUM_CG,
+           SA_AVX2_WSUM_STREAM_COLS},
     /* decode: its chunk, and its value sums' f32 sub-block */
     .chunk = {SA_AVX2_DECODE_CHUNK, SA_AVX2_WSUM_KB},
 };

@@ -16,16 +16,17 @@
 /* Each list holds up to its length of sizes; 0 ends it early. */
 typedef struct sa_tiles {
   size_t m[6];     /* query rows per register tile or block */
-  size_t m_cut[3]; /* score or wsum take another path from m = cut + 1 on */
+  size_t m_cut[4]; /* score or wsum take another path from m = cut + 1 on */
   size_t n[6];     /* keys per tile of score, per sub-block of wsum */
   size_t n_cut[2]; /* other cutoffs of n: sub-blocks long enough that one
-                      past is the test, where score's keys go as streams */
+                      past is the test, where score's or wsum's keys go as
+                      streams */
   size_t k_bytes;  /* score takes another path from n d floats this many
                       bytes on (0: none) */
   size_t row[4];   /* values per step of softmax's and score_mod's rows */
   size_t d[4];     /* values of d per step of score's loops */
   size_t kc[2];    /* values of d per packed-panel chunk */
-  size_t dv[6];    /* wsum's columns per vector, register tiles, group */
+  size_t dv[6];    /* wsum's columns per vector, register tiles, groups */
   size_t chunk[2]; /* decode: keys per chunk */
 } sa_tiles;
 

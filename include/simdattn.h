@@ -41,13 +41,13 @@ extern "C" {
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
 #define SA_VERSION_MINOR 12
-#define SA_VERSION_PATCH 2
-#define SA_VERSION_STRING "0.12.2"
+#define SA_VERSION_PATCH 3
+#define SA_VERSION_STRING "0.12.3"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.12.2". Compare with SA_VERSION to see which header a caller was built
+ * "0.12.3". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);
@@ -208,9 +208,10 @@ SA_API sa_status sa_convert(sa_dtype to, void *dst, sa_dtype from,
  * Kernels allocate nothing on the heap and keep no state between calls, so
  * any number of threads may call one set at once. They do use the calling
  * thread's stack: the x86 score kernels pack a transposed panel of K there
- * (32 KiB for AVX-512, 16 KiB for AVX2), and the x86 q8_0 wsum widens V
- * there for many rows (24 KiB), so give threads that call kernels
- * directly at least 64 KiB of stack. No kernel reads the
+ * (32 KiB for AVX-512, 16 KiB for AVX2), the x86 q8_0 wsum widens V
+ * there for many rows (24 KiB), and AVX2's wsum keeps the sums of up to 4
+ * rows there (9 KiB), so give threads that call kernels directly at least
+ * 64 KiB of stack. No kernel reads the
  * floating-point environment on purpose: results follow the caller's
  * rounding mode and denormal (FTZ/DAZ) settings.
  */

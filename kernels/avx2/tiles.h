@@ -25,15 +25,18 @@ enum {
   SA_AVX2_STREAM_BYTES = 1 << 20,
   SA_AVX2_WSUM_MR = 6, /* wsum and wsum_t: rows x vectors of columns */
   SA_AVX2_WSUM_NV = 2,
-  SA_AVX2_WSUM_KB = 32,       /*   keys a sub-block, through every column */
-  SA_AVX2_WSUM_CG = 128,      /*   of a group of CG columns before the next */
-  SA_AVX2_WSUM_DEQ_M = 12,    /* q8_0 wsum_t: V widened once a sub-block of
-                                 keys for all rows when m > this */
-  SA_AVX2_DECODE_CHUNK = 256, /* decode: keys a chunk (128 KiB of f32 K at
-                                 d = 128, and as much V; sub-blocks of
-                                 WSUM_KB keys f32); its value sums */
-  SA_AVX2_DECODE_NV1 = 8,     /*   take 1 row x NV1 vectors a pass for m = 1, */
-  SA_AVX2_DECODE_NV2 = 4,     /*   2 x NV2 for m = 2, m x NV4 for m <= 4, */
+  SA_AVX2_WSUM_KB = 32,      /*   keys a sub-block, through every column */
+  SA_AVX2_WSUM_CG = 128,     /*   of a group of CG columns before the next */
+  SA_AVX2_WSUM_STREAM_M = 4, /* wsum and wsum_t for m <= this: V as 4 */
+  SA_AVX2_WSUM_STREAM_KEYS = 16,  /* streams of at least this many keys, */
+  SA_AVX2_WSUM_STREAM_COLS = 512, /* sums in L1 for this many columns */
+  SA_AVX2_WSUM_DEQ_M = 12,        /* q8_0 wsum_t: V widened once a sub-block of
+                                     keys for all rows when m > this */
+  SA_AVX2_DECODE_CHUNK = 256,     /* decode: keys a chunk (128 KiB of f32 K at
+                                     d = 128, and as much V; sub-blocks of
+                                     WSUM_KB keys f32); its value sums */
+  SA_AVX2_DECODE_NV1 = 8, /*   take 1 row x NV1 vectors a pass for m = 1, */
+  SA_AVX2_DECODE_NV2 = 4, /*   2 x NV2 for m = 2, m x NV4 for m <= 4, */
   SA_AVX2_DECODE_NV4 = 2,
   SA_AVX2_DECODE_RB = 8, /*   else blocks of RB rows x NV (each NV a power */
   SA_AVX2_DECODE_NV = 1, /*   of two: a q8_0 block starts a 4th vector) */

@@ -39,6 +39,11 @@
  * 3-6 rows 0.85-0.95x the time; decode over 8 KV heads 0.88-1.01x on one thread
  * (docs/DESIGN.md).
  *
+ * Up to SA_AVX2_WSUM_STREAM_M rows over a long block of keys (decode's
+ * MHA and GQA groups of up to 4) take none of this: wsum_streams.h reads
+ * V there as four streams of whole rows, the sums in an L1 buffer, and
+ * sums the keys in another order (it says why and what it measured).
+ *
  * Tails: columns left after the 16-wide blocks go through a one-vector
  * tile, 8 wide, then once more for the last cols < 8 columns, whose vector
  * of v is copied through the stack on each j, never over-read (util.h says
@@ -51,6 +56,7 @@
 #include "kernels/avx2/tiles.h"
 #include "kernels/avx2/util.h"
 #include "kernels/avx2/wsum_ends.h"
+#include "kernels/avx2/wsum_streams.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/unroll.h"
@@ -219,6 +225,11 @@ static void group(size_t mr, size_t n, size_t cw, const float *p, size_t ldp,
 void sa_wsum__avx2(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                    const float *v, size_t ldv, const float *beta, float *o,
                    size_t ldo) {
+  if (sa_wsum_streams_take(m, n)) {
+    sa_wsum_streams(SA_F32, m, n, dv, p, ldp, (const char *)v,
+                    ldv * sizeof(float), beta, o, ldo);
+    return;
+  }
   for (size_t i0 = 0; i0 < m; i0 += MR) {
     size_t mr = m - i0 < MR ? m - i0 : MR;
     for (size_t g0 = 0; g0 < dv; g0 += CG)

@@ -20,6 +20,9 @@
  * all as in wsum.c (which says why); 4 KiB of narrow rows are more keys ahead
  * than of f32 ones, so the prefetch still runs as far ahead in time.
  *
+ * Up to SA_AVX2_WSUM_STREAM_M rows over a long block of keys take
+ * wsum_streams.h instead, as wsum.c does, with the same widening.
+ *
  * Tails: columns after the 16-wide blocks go through a one-vector tile, then
  * the last cols < 8 (f16 / bf16 only) are copied through the stack on each
  * j, never over-read. Leftover rows run the same tile with fewer rows.
@@ -30,6 +33,7 @@
 #include "kernels/avx2/util.h"
 #include "kernels/avx2/widen.h"
 #include "kernels/avx2/wsum_ends.h"
+#include "kernels/avx2/wsum_streams.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/unroll.h"
@@ -231,6 +235,10 @@ SA_INLINE void wsum_t(sa_dtype t, size_t m, size_t n, size_t dv, const float *p,
                       size_t ldp, const void *v, size_t ldv, const float *beta,
                       float *o, size_t ldo) {
   const size_t ldb = sa_row_bytes(t, ldv);
+  if (sa_wsum_streams_take(m, n)) {
+    sa_wsum_streams(t, m, n, dv, p, ldp, v, ldb, beta, o, ldo);
+    return;
+  }
   for (size_t i0 = 0; i0 < m; i0 += MR) {
     size_t mr = m - i0 < MR ? m - i0 : MR;
     for (size_t g0 = 0; g0 < dv; g0 += CG)
