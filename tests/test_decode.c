@@ -314,6 +314,8 @@ int main(void) {
   for (int i = 0; i < nsets; i++) {
     const sa_tiles *t = sa_kernel_set_tiles(sets[i]);
     T_AROUND(&ns, t->chunk, 1);
+    /* a last chunk either side of where the value sums read streams */
+    T_AROUND(&ns, t->n_cut, 0);
   }
   static const size_t few[] = {1, 2, 3, 5};
   for (size_t i = 0; i < sizeof few / sizeof few[0]; i++)

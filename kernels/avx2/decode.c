@@ -46,7 +46,14 @@
  *    vectors: 16 values a load as even and odd columns, widen.h; in L2,
  *    Zen 3, 0.86x the time at m = 1, 0.92x at 2, 0.96x at 4, the same
  *    bits). The sums start at 0 and o = alpha * o + sum at the store
- *    after the last sub-block, as wsum's beta.
+ *    after the last sub-block, as wsum's beta. Up to 4 rows over a chunk
+ *    of 64 keys or more take wsum_streams.h instead (0.12.3): the chunk's
+ *    V rows as four streams of whole rows, the sums in an L1 buffer, and
+ *    the cursor skips V's rows (naming each stream's rows 2-16 keys ahead
+ *    ran slower, naming the chunk's in one burst too). Zen 3 VM, builds
+ *    alternated: h32 batch 8 on 16-key pages shuffled through the pool
+ *    0.80-0.81x the time over 8 and over 32 KV heads; contiguous rows from
+ *    memory 0.90-0.93x at 1-4 rows.
  * Each phase is one function per element type (and the online step one per
  * exp), called once per chunk: the 4 x 4 type pairs times 2 exps share 8
  * phase bodies instead of instantiating 32 kernels, at the cost of three
@@ -67,6 +74,7 @@
 #include "kernels/avx2/util.h"
 #include "kernels/avx2/widen.h"
 #include "kernels/avx2/wsum_ends.h"
+#include "kernels/avx2/wsum_streams.h"
 #include "kernels/decode_chunks.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
@@ -354,6 +362,13 @@ SA_INLINE void chunk_sums(sa_dtype t, size_t kb, size_t m, size_t nc, size_t dv,
                           const float *p, const void *const *v,
                           const float *alpha, float *o, size_t ldo, stream *st,
                           size_t ahead) {
+  if (sa_wsum_streams_take(m, nc)) {
+    /* V's rows left to the hardware: the cursor skips them */
+    stream_raise(st, 2 * nc);
+    sa_wsum_streams(t, m, nc, dv, p, CHUNK, NULL, 0, v, alpha, o, ldo);
+    stream_until(st, 2 * nc + ahead);
+    return;
+  }
   _Alignas(32) float part[SA_DECODE_ROWS * CG];
   for (size_t g0 = 0; g0 < dv; g0 += CG) {
     size_t cw = dv - g0 < CG ? dv - g0 : CG;

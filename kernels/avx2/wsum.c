@@ -227,7 +227,7 @@ void sa_wsum__avx2(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                    size_t ldo) {
   if (sa_wsum_streams_take(m, n)) {
     sa_wsum_streams(SA_F32, m, n, dv, p, ldp, (const char *)v,
-                    ldv * sizeof(float), beta, o, ldo);
+                    ldv * sizeof(float), NULL, beta, o, ldo);
     return;
   }
   for (size_t i0 = 0; i0 < m; i0 += MR) {

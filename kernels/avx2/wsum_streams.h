@@ -2,7 +2,9 @@
  * wsum for a few rows over a long block of keys, AVX2: V read as four
  * streams, whole rows side by side. wsum.c and wsum_t.c take it for
  * m <= SA_AVX2_WSUM_STREAM_M rows over n >= 4 SA_AVX2_WSUM_STREAM_KEYS
- * keys (sa_wsum_streams_take); the many-row tiles stay theirs.
+ * keys (sa_wsum_streams_take), and decode.c's value sums for such a chunk,
+ * its V rows from a list (the pages they lie in); the many-row tiles stay
+ * theirs.
  *
  * Why: a register tile sums a few columns of a row at a time, so a row of
  * V is read in pieces, one stream of them; one core reads memory faster as
@@ -61,6 +63,9 @@ SA_INLINE int sa_wsum_streams_take(size_t m, size_t n) {
   return m <= SA_WS_M && n >= SA_WS_S * SA_AVX2_WSUM_STREAM_KEYS;
 }
 
+/* Row j of V: ldb bytes apart from v, or at list[j]. */
+#define SA_WS_ROW(j) (list ? (const char *)list[j] : v + (j)*ldb)
+
 /* Columns [c, c + w) (w <= 8) of a V row of type t at row; sc: for q8_0,
  * the scale of the block holding them. */
 SA_INLINE __m256 sa_ws_load(sa_dtype t, const char *row, size_t c, size_t w,
@@ -106,7 +111,7 @@ SA_INLINE void sa_ws_cols(sa_dtype t, size_t mr, int first, size_t c, size_t w,
 SA_INLINE void sa_ws_keys(sa_dtype t, size_t mr, int first, size_t j0,
                           size_t j1, size_t nq, size_t c0, size_t cw,
                           const float *p, size_t ldp, const char *v, size_t ldb,
-                          float *acc, size_t ld) {
+                          const void *const *list, float *acc, size_t ld) {
   _Alignas(32) float pk[SA_WS_M][SA_WS_S][SA_WS_PK];
   for (size_t jc = j0; jc < j1; jc += SA_WS_PK) {
     const size_t nk = j1 - jc < SA_WS_PK ? j1 - jc : SA_WS_PK;
@@ -125,7 +130,7 @@ SA_INLINE void sa_ws_keys(sa_dtype t, size_t mr, int first, size_t j0,
       const char *row[SA_WS_S];
       __m256 a[SA_WS_M][SA_WS_S], sc[SA_WS_S];
       for (size_t u = 0; u < SA_WS_S; u++) {
-        row[u] = v + (u * nq + j) * ldb;
+        row[u] = SA_WS_ROW(u * nq + j);
         sc[u] = _mm256_setzero_ps();
         for (size_t r = 0; r < mr; r++)
           a[r][u] = _mm256_broadcast_ss(&pk[r][u][k]);
@@ -153,7 +158,8 @@ SA_INLINE void sa_ws_keys(sa_dtype t, size_t mr, int first, size_t j0,
  * order, and o = beta * o + acc (beta NULL: o = acc). */
 SA_INLINE void sa_ws_last(sa_dtype t, size_t mr, size_t j0, size_t n, size_t c0,
                           size_t cw, const float *p, size_t ldp, const char *v,
-                          size_t ldb, const float *beta, float *o, size_t ldo,
+                          size_t ldb, const void *const *list,
+                          const float *beta, float *o, size_t ldo,
                           const float *acc, size_t ld) {
   const sa_wsum_ends e = {0, 1, NULL, 0};
   for (size_t c = 0; c < cw; c += 8) {
@@ -164,8 +170,8 @@ SA_INLINE void sa_ws_last(sa_dtype t, size_t mr, size_t j0, size_t n, size_t c0,
         x = _mm256_fmadd_ps(
             _mm256_broadcast_ss(p + r * ldp + j),
             t == SA_Q8_0
-                ? sa_widen8_at(t, v + j * ldb, c0 + c, w)
-                : sa_ws_load(t, v + j * ldb, c0 + c, w, _mm256_setzero_ps()),
+                ? sa_widen8_at(t, SA_WS_ROW(j), c0 + c, w)
+                : sa_ws_load(t, SA_WS_ROW(j), c0 + c, w, _mm256_setzero_ps()),
             x);
       sa_wsum_finish(e, r, 0, beta, o + r * ldo + c, w, x);
     }
@@ -175,27 +181,29 @@ SA_INLINE void sa_ws_last(sa_dtype t, size_t mr, size_t j0, size_t n, size_t c0,
 /* mr rows, columns [c0, c0 + cw) of a group, over keys [0, n). */
 SA_INLINE void sa_ws_group(sa_dtype t, size_t mr, size_t n, size_t c0,
                            size_t cw, const float *p, size_t ldp, const char *v,
-                           size_t ldb, const float *beta, float *o, size_t ldo,
+                           size_t ldb, const void *const *list,
+                           const float *beta, float *o, size_t ldo,
                            float *acc) {
   const size_t ld = (cw + 7) & ~(size_t)7;
   const size_t nq = n / SA_WS_S;
-  sa_ws_keys(t, mr, 1, 0, 1, nq, c0, cw, p, ldp, v, ldb, acc, ld);
-  sa_ws_keys(t, mr, 0, 1, nq, nq, c0, cw, p, ldp, v, ldb, acc, ld);
-  sa_ws_last(t, mr, SA_WS_S * nq, n, c0, cw, p, ldp, v, ldb, beta, o, ldo, acc,
-             ld);
+  sa_ws_keys(t, mr, 1, 0, 1, nq, c0, cw, p, ldp, v, ldb, list, acc, ld);
+  sa_ws_keys(t, mr, 0, 1, nq, nq, c0, cw, p, ldp, v, ldb, list, acc, ld);
+  sa_ws_last(t, mr, SA_WS_S * nq, n, c0, cw, p, ldp, v, ldb, list, beta, o, ldo,
+             acc, ld);
 }
 
 /* wsum (wsum_t for t other than SA_F32) of m <= SA_WS_M rows over n keys,
- * sa_wsum_streams_take(m, n); ldb: V's row stride in bytes. */
+ * sa_wsum_streams_take(m, n); V's rows ldb bytes apart from v, or (list
+ * not NULL: decode.c's value sums) at list[j]. */
 SA_INLINE void sa_wsum_streams(sa_dtype t, size_t m, size_t n, size_t dv,
                                const float *p, size_t ldp, const char *v,
-                               size_t ldb, const float *beta, float *o,
-                               size_t ldo) {
+                               size_t ldb, const void *const *list,
+                               const float *beta, float *o, size_t ldo) {
   _Alignas(32) float acc[SA_WS_M * SA_WS_COLS];
   for (size_t c0 = 0; c0 < dv; c0 += SA_WS_COLS) {
     const size_t cw = dv - c0 < SA_WS_COLS ? dv - c0 : SA_WS_COLS;
 #define GROUP(mr)                                                              \
-  sa_ws_group(t, mr, n, c0, cw, p, ldp, v, ldb, beta, o + c0, ldo, acc)
+  sa_ws_group(t, mr, n, c0, cw, p, ldp, v, ldb, list, beta, o + c0, ldo, acc)
     SA_UNROLL_1_4(m, GROUP);
 #undef GROUP
   }

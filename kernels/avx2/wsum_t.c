@@ -236,7 +236,7 @@ SA_INLINE void wsum_t(sa_dtype t, size_t m, size_t n, size_t dv, const float *p,
                       float *o, size_t ldo) {
   const size_t ldb = sa_row_bytes(t, ldv);
   if (sa_wsum_streams_take(m, n)) {
-    sa_wsum_streams(t, m, n, dv, p, ldp, v, ldb, beta, o, ldo);
+    sa_wsum_streams(t, m, n, dv, p, ldp, v, ldb, NULL, beta, o, ldo);
     return;
   }
   for (size_t i0 = 0; i0 < m; i0 += MR) {
