@@ -37,7 +37,13 @@
  *    util.h's transposed reduction into the score tile. score.c's pairs x
  *    4 keys, faster on Zen 5, ran 1.05-1.07x slower here on Zen 3 (gcc
  *    reloads K for each pair; docs/DESIGN.md, "What the avx2 decode is
- *    bound by on a Zen 3 core").
+ *    bound by on a Zen 3 core"). One or two rows over a chunk of 64 keys
+ *    or more take the 4 keys of a tile from the chunk's four quarters, as
+ *    score.c's streams (0.12.3; each score the same sum, bit for bit), the
+ *    cursor past K: Zen 3 VM, builds alternated, h32 batch 8 on shuffled
+ *    16-key pages over 32 KV heads 0.75-0.77x the time, h16 over 8 0.75x;
+ *    contiguous rows m = 1 0.95x from memory, 0.73-0.74x with K in cache,
+ *    m = 2 0.84-0.90x. Three quarters for 3-4 rows (DN = 3) ran level.
  *  - online step: the set's own softmax_online on the chunk's tile, so its
  *    NaN and -inf rules are those of the composition by construction.
  *  - value sums: passes of RB rows x NV vectors of columns, chosen by m
@@ -207,7 +213,7 @@ SA_INLINE void fma_step(sa_dtype t, size_t mr, size_t dn, const float *q,
 /* mr and dn are constants at every call, so acc lives in registers. */
 SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
                     size_t ldq, const char *const *kr, float *s, size_t nk,
-                    float scale) {
+                    float scale, size_t ks) {
   __m256 acc[4][4], sc[4];
   for (size_t r = 0; r < 4; r++)
     for (size_t c = 0; c < 4; c++)
@@ -236,7 +242,10 @@ SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
       }
     }
   }
-  sa_dots_store8(mr, dn, acc, scale, s, CHUNK, nk);
+  if (ks)
+    sa_dots_scatter8(mr, dn, acc, scale, s, CHUNK, ks);
+  else
+    sa_dots_store8(mr, dn, acc, scale, s, CHUNK, nk);
 }
 
 /* The chunk's scores s[i][0..nc) for every row in blocks of dn keys, K
@@ -244,7 +253,26 @@ SA_INLINE void dots(sa_dtype t, size_t mr, size_t dn, size_t d, const float *q,
 SA_INLINE void chunk_dots(sa_dtype t, size_t dn, size_t m, size_t nc, size_t d,
                           const float *q, size_t ldq, const void *const *k,
                           float scale, float *s, stream *st, size_t ahead) {
-  for (size_t j0 = 0; j0 < nc; j0 += dn) {
+  size_t j0 = 0;
+  if (dn == DN_WIDE && nc >= DN_WIDE * SA_AVX2_STREAM_KEYS) {
+    /* as score.c's streams: DN_WIDE quarters of the chunk, key j of each
+     * a tile, the cursor past K (the hardware follows four streams) */
+    const size_t nq = nc / dn;
+    stream_raise(st, nc);
+    for (size_t j = 0; j < nq; j++) {
+      const char *kr[4];
+      for (size_t c = 0; c < dn; c++)
+        kr[c] = k[c * nq + j];
+      for (size_t i0 = 0; i0 < m; i0 += DM) {
+#define DOTS(r)                                                                \
+  dots(t, r, dn, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j, dn, scale, nq)
+        SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
+#undef DOTS
+      }
+    }
+    j0 = dn * nq;
+  }
+  for (; j0 < nc; j0 += dn) {
     size_t nk = nc - j0 < dn ? nc - j0 : dn;
     const char *kr[4];
     for (size_t c = 0; c < dn; c++)
@@ -253,7 +281,7 @@ SA_INLINE void chunk_dots(sa_dtype t, size_t dn, size_t m, size_t nc, size_t d,
     stream_until(st, j0 + dn + ahead);
     for (size_t i0 = 0; i0 < m; i0 += DM) {
 #define DOTS(r)                                                                \
-  dots(t, r, dn, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, nk, scale)
+  dots(t, r, dn, d, q + i0 * ldq, ldq, kr, s + i0 * CHUNK + j0, nk, scale, 0)
       SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS);
 #undef DOTS
     }
