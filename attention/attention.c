@@ -129,25 +129,44 @@ static void widen_q(const job *j, sa_tile_io *t, float *qs) {
   t->ldq = p->dim_qk;
 }
 
-/* A task of tiles that run together (sa_tiles_fused_decode): narrow Q
- * rows widened and O rows staged per tile in the plan's room for them. */
+/* Tile t as part `part` of its keys: normalised rows and their LSEs go
+ * to the part's slot, merged once every part is done. */
+static void to_part(const job *j, size_t tile, size_t part, sa_tile_io *t) {
+  const sa_plan *p = j->p;
+  float *slot = part_slot(j, tile, part);
+  t->part = part;
+  t->parts = j->parts;
+  t->o = slot;
+  t->ldo = p->dim_v;
+  t->lse = slot + p->block_q * p->dim_v;
+  t->ldlse = 1;
+  t->kept = t->lse + p->block_q;
+}
+
+/* A task of tiles that run together (sa_tiles_fused_decode), the same part
+ * of each one's keys when the call splits: narrow Q rows widened and
+ * (unsplit) O rows staged per tile in the plan's room for them. */
 static void run_together(const job *j, size_t task, sa_scratch *ws) {
   const sa_plan *p = j->p;
+  const size_t first = task / j->parts * j->together, part = task % j->parts;
   sa_tile_io ts[SA_TOGETHER_MAX], user[SA_TOGETHER_MAX];
   for (size_t g = 0; g < j->together; g++) {
-    tile_of(j, task * j->together + g, &ts[g]);
+    tile_of(j, first + g, &ts[g]);
     user[g] = ts[g];
     float *rows =
         ws->buf + p->together + g * p->block_q * (p->dim_qk + p->dim_v);
     if (p->q_type != SA_F32)
       widen_q(j, &ts[g], rows);
-    if (p->o_type != SA_F32) {
+    if (j->parts > 1)
+      to_part(j, first + g, part, &ts[g]);
+    else if (p->o_type != SA_F32) {
       ts[g].o = rows + p->block_q * p->dim_qk;
       ts[g].ldo = p->dim_v;
     }
   }
   sa_tiles_fused_decode(j->ks, p, ts, j->together, ws);
-  for (size_t g = 0; g < j->together && p->o_type != SA_F32; g++)
+  for (size_t g = 0; g < j->together && j->parts == 1 && p->o_type != SA_F32;
+       g++)
     store_rows(j->ks, p, &user[g], ts[g].o, ts[g].ldo);
 }
 
@@ -170,18 +189,8 @@ static void run_tile(void *arg, size_t task, int worker) {
     t.o = ws->buf + p->ostage;
     t.ldo = p->dim_v;
   }
-  if (j->parts > 1) {
-    /* a part of the keys: normalised rows and their LSEs go to the part's
-     * slot, merged once every part is done */
-    float *slot = part_slot(j, task / j->parts, task % j->parts);
-    t.part = task % j->parts;
-    t.parts = j->parts;
-    t.o = slot;
-    t.ldo = p->dim_v;
-    t.lse = slot + p->block_q * p->dim_v;
-    t.ldlse = 1;
-    t.kept = t.lse + p->block_q;
-  }
+  if (j->parts > 1)
+    to_part(j, task / j->parts, task % j->parts, &t);
   if (p->algorithm == SA_ALGO_THREE_PASS)
     sa_tile_three_pass(j->ks, p, &t, ws);
   else
@@ -252,7 +261,8 @@ static size_t split_parts(const sa_plan *p, size_t ntiles) {
  * not, and depends on the shape alone. */
 static size_t together(const job *j, size_t ntiles, size_t workers) {
   size_t g = j->nheads * j->nqb;
-  while (g % 2 == 0 && (g > SA_TOGETHER_MAX || ntiles / g < 2 * workers))
+  while (g % 2 == 0 &&
+         (g > SA_TOGETHER_MAX || ntiles / g * j->parts < 2 * workers))
     g /= 2;
   return g <= SA_TOGETHER_MAX ? g : 1;
 }
@@ -271,8 +281,8 @@ static void tiling(const sa_plan *p, job *j, size_t workers, size_t *ntiles,
   /* cannot overflow: each factor is at most the extent of O's rows */
   *ntiles = p->batch * j->nheads * j->nqb;
   j->parts = split_parts(p, *ntiles);
-  j->turns = j->parts == 1 && p->algorithm == SA_ALGO_FUSED && j->ks &&
-             sa_fused_together(j->ks, p);
+  j->turns =
+      p->algorithm == SA_ALGO_FUSED && j->ks && sa_fused_together(j->ks, p);
   j->together = j->turns ? together(j, *ntiles, workers) : 1;
   /* small: fewer than SA_SPLIT_TILES tiles, at most that many parts */
   *split_floats =

@@ -66,9 +66,10 @@ typedef struct sa_scratch {
 /* ...and merged SA_MERGE_ROWS rows a task. */
 #define SA_MERGE_ROWS 8
 /* Decode over paged or token-major caches: the tiles of one sequence (its
- * KV heads) run together, SA_TOGETHER_KEYS keys of each in turn, so the
- * rows of a page, or of a token, are read close in time rather than one
- * head's across the whole sequence (docs/DESIGN.md, "Heads together"). The
+ * KV heads) run together, SA_TOGETHER_KEYS keys of each in turn (in a
+ * split call, the same part of each), so the rows of a page, or of a
+ * token, are read close in time rather than one head's across the whole
+ * sequence (docs/DESIGN.md, "Heads together"). The
  * keys a turn are a multiple of every set's decode chunk, so a tile's
  * decode_rows calls chunk its keys as one call over all of them would, and
  * the output is the same bits whichever tiles share a task. */

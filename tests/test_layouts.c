@@ -1135,13 +1135,15 @@ static void test_kv_append(void) {
  * paged cache (pages in place, and gathered) and through varlen; also two
  * ragged sequences of very different lengths; and decode batches of 8
  * sequences (0 to 600 keys: pages, [B, L, H, D], ragged) whose tiles run a
- * sequence's heads together, 4 a task, or 2 with 8 threads. 1, 2, 3 and 8
+ * sequence's heads together, 4 a task, or 2 with 8 threads; and the long
+ * decode over a [B, L, H, D] cache, whose two tiles run together in each
+ * part of their keys. 1, 2, 3 and 8
  * threads give the same bits, and the one-thread result matches the reference.
  */
 static void test_threads(void) {
   static const int counts[] = {1, 2, 3, 8};
   int bad = 0;
-  for (int k = 0; k < 8; k++) {
+  for (int k = 0; k < 9; k++) {
     lspec s = shape(1, 8, 2, 1, 600, 24, 20);
     s.mask = SA_MASK_CAUSAL_BOTTOM_RIGHT, s.lse = 1 + k % 2;
     s.sinks = 2, s.softcap = k % 2 ? 3.0f : 0.0f;
@@ -1156,6 +1158,11 @@ static void test_threads(void) {
       s.qside = s.kside = SIDE_RAGGED;
       s.lq[0] = 1, s.lk[0] = 600, s.q_off = 2, s.k_off = 3;
       what = "long varlen decode";
+    } else if (k == 8) {
+      /* split, and both KV heads' tiles together in each part (no
+       * softcap: a score_mod step keeps tiles one at a time) */
+      s.klay = 1, s.softcap = 0.0f;
+      what = "long [B, L, H, D] decode, split, heads together";
     } else if (k >= 4) {
       /* 32 tiles, no split: a sequence's KV heads run together, as many
        * a task as the thread count leaves (4, or 2 with 8 threads), on
