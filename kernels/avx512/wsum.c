@@ -16,11 +16,11 @@
  *  - `sub_blocks` (L1D of 48 KiB or more): keys in sub-blocks of KB = 16
  *    (8 KiB of f32 V at dv = 128), each through every column block before
  *    the next, with the widest tile for the rows (2 x 8 vectors, 4 x 4,
- *    else MR x NV); 3-4 rows over a MiB of V or more take the 2 x 8 tile
- *    a row pair at a time in each sub-block (`sub_pairs`, 0.12.4). The first
- * row block names V's lines in address order, a line per vector it loads and
- * one more a key, a sub-block and 4 KiB of rows ahead, and touches pages 16 KiB
- * ahead (kernels/prefetch.h).
+ *    else MR x NV; 3-4 rows over a MiB of V or more take the 2 x 8 tile a
+ *    row pair at a time in each sub-block, `sub_pairs`, 0.12.4). The
+ *    first row block names V's lines in address order, a line per vector
+ *    it loads and one more a key, a sub-block and 4 KiB of rows ahead, and
+ *    touches pages 16 KiB ahead (kernels/prefetch.h).
  *  - `pairs` (smaller L1D): keys in sub-blocks of KL = 256 (128 KiB of f32
  *    V at dv = 128), and in each sub-block the rows two at a time, 2 rows x
  *    8 vectors over a group of CG = 128 columns. The first pair reads V
