@@ -63,8 +63,6 @@ static const sa_tiles avx512 = {
           4 * SA_AVX512_WSUM_KB, 8 * SA_AVX512_WSUM_KB},
     /* f32 wsum's decode-shaped sub-block */
     .n_cut = {SA_AVX512_WSUM_KL},
-    /* f32 wsum's row pairs through sub-blocks (3-4 rows) */
-    .v_bytes = SA_AVX512_WSUM_PAIR_BYTES,
     /* softmax_impl.h's row max takes 4 vectors a step, exp and sum 2 */
     .row = {SA_AVX512_LANES, 2 * SA_AVX512_LANES, 4 * SA_AVX512_LANES},
     /* score_t's and score_bf16's dot products take 32 values of d a step */

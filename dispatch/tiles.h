@@ -23,7 +23,6 @@ typedef struct sa_tiles {
                       streams */
   size_t k_bytes;  /* score takes another path from n d floats this many
                       bytes on (0: none) */
-  size_t v_bytes;  /* and wsum from n dv floats this many bytes on */
   size_t row[4];   /* values per step of softmax's and score_mod's rows */
   size_t d[4];     /* values of d per step of score's loops */
   size_t kc[2];    /* values of d per packed-panel chunk */

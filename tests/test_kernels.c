@@ -426,27 +426,20 @@ int main(void) {
       softmax_case(sh.m.v[a], sh.row.v[b], 2);
       score_mod_cases(sh.m.v[a], sh.row.v[b]);
     }
-  /* score's paths by the bytes of K (n d floats) and wsum's by the bytes
-   * of V (n dv floats): a key either side of each set's cut, at every m
-   * of the dot products (of the value sums' decode-shaped tiles), with a
-   * tail of keys */
-  for (int si = 0; si < nsets; si++)
-    for (int kv = 0; kv < 2; kv++) {
-      const sa_tiles *tl = sa_kernel_set_tiles(sets[si]);
-      size_t cut = kv ? tl->v_bytes : tl->k_bytes;
-      static const size_t ds[] = {64, 128, 200};
-      for (size_t c = 0; cut && c < sizeof ds / sizeof ds[0]; c++) {
-        size_t n0 = (cut + ds[c] * sizeof(float) - 1) / (ds[c] * sizeof(float));
-        const size_t ns[] = {n0 - 1, n0, n0 + 1, n0 + 9};
-        static const size_t ms[] = {1, 2, 3, 4, 5, 8, 9};
-        for (size_t b = 0; b < 4; b++)
-          for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++, cases++)
-            if (kv)
-              wsum_case(ms[a], ns[b], ds[c]);
-            else
-              score_case(ms[a], ns[b], ds[c]);
-      }
+  /* score's paths by the bytes of K (n d floats): a key either side of
+   * each set's cut, at every m of the dot products, with a tail of keys */
+  for (int si = 0; si < nsets; si++) {
+    size_t cut = sa_kernel_set_tiles(sets[si])->k_bytes;
+    static const size_t ds[] = {64, 128, 200};
+    for (size_t c = 0; cut && c < sizeof ds / sizeof ds[0]; c++) {
+      size_t n0 = (cut + ds[c] * sizeof(float) - 1) / (ds[c] * sizeof(float));
+      const size_t ns[] = {n0 - 1, n0, n0 + 1, n0 + 9};
+      static const size_t ms[] = {1, 2, 3, 4, 5, 8, 9};
+      for (size_t b = 0; b < 4; b++)
+        for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++, cases++)
+          score_case(ms[a], ns[b], ds[c]);
     }
+  }
   size_t longest = sh.row.v[sh.row.n - 1];
   for (int it = 0; it < 40; it++)
     score_mod_cases(t_range(1, 20), t_range(longest + 1, 700));

@@ -37,9 +37,6 @@ enum {
   SA_AVX512_WSUM_M4 = 4,
   SA_AVX512_WSUM_NV4 = 4,
   SA_AVX512_WSUM_KB = 16,
-  /* ...but 3 to M4 rows over this many bytes of f32 V or more: row pairs
-   * M2 x NV2 through each sub-block (wsum.c, sub_pairs) */
-  SA_AVX512_WSUM_PAIR_BYTES = 1 << 20,
   SA_AVX512_WSUM_LEAD_M = 32,   /* up to this many rows (MQA groups): the */
   SA_AVX512_WSUM_LEAD = 2,      /*   first LEAD rows stream V, the rest reuse */
   SA_AVX512_DECODE_CHUNK = 128, /* decode: keys a chunk while K or V is f32

@@ -16,11 +16,9 @@
  *  - `sub_blocks` (L1D of 48 KiB or more): keys in sub-blocks of KB = 16
  *    (8 KiB of f32 V at dv = 128), each through every column block before
  *    the next, with the widest tile for the rows (2 x 8 vectors, 4 x 4,
- *    else MR x NV; 3-4 rows over a MiB of V or more take the 2 x 8 tile a
- *    row pair at a time in each sub-block, `sub_pairs`, 0.12.4). The
- *    first row block names V's lines in address order, a line per vector
- *    it loads and one more a key, a sub-block and 4 KiB of rows ahead, and
- *    touches pages 16 KiB ahead (kernels/prefetch.h).
+ *    else MR x NV). The first row block names V's lines in address order,
+ *    a line per vector it loads and one more a key, a sub-block and 4 KiB
+ *    of rows ahead, and touches pages 16 KiB ahead (kernels/prefetch.h).
  *  - `pairs` (smaller L1D): keys in sub-blocks of KL = 256 (128 KiB of f32
  *    V at dv = 128), and in each sub-block the rows two at a time, 2 rows x
  *    8 vectors over a group of CG = 128 columns. The first pair reads V
@@ -84,7 +82,6 @@ enum {
   STREAM_M = SA_AVX512_DOTS_M, /* decode-shaped: sub-blocks and a cursor */
   LEAD_M = SA_AVX512_WSUM_LEAD_M,
   LEAD = SA_AVX512_WSUM_LEAD,
-  PAIR_BYTES = SA_AVX512_WSUM_PAIR_BYTES, /* sub-blocks: 3-4 rows in pairs */
   PF = 8, /* more rows: whole rows this far ahead */
 };
 
@@ -248,47 +245,11 @@ sub_blocks_2x8(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
               beta, o + g0, ldo, 1);
 }
 
-/* 3 or 4 rows over PAIR_BYTES of V or more: the 2 x 8 tile on each row
- * pair of a sub-block in turn, the first pair naming V's lines as
- * sub_group does, the second finding the sub-block (8 KiB at dv = 128) in
- * L1; bit for bit the 4 x 4 tile's sums. Zen 5 VM, V from memory (4096
- * keys, dv 128, two builds alternated in one process): 0.88x the 4 x 4
- * tile's time at 4 rows, 0.91x at 3; decode of 32 query heads over 8 KV
- * heads 0.96x on one thread, level on two. With V in L2 (256-1024 keys)
- * it ran 1.35-1.45x slower (twice the loads a key), hence the bytes. */
-static __attribute__((noinline)) void
-sub_pairs(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
-          const float *v, size_t ldv, const float *beta, float *o, size_t ldo) {
-  _Alignas(64) float part[MR * CG];
-  for (size_t g0 = 0; g0 < dv; g0 += CG) {
-    const size_t cw = dv - g0 < CG ? dv - g0 : CG;
-    const float *vg = v + g0;
-    const size_t ahead = KB + sa_prefetch_rows_ahead(cw * sizeof(float), 4096);
-    sa_prefetcher cur =
-        sa_prefetcher_at(vg, ldv * sizeof(float), cw * sizeof(float), n, ahead);
-    sa_prefetch_head(vg, ldv * sizeof(float), cw * sizeof(float), n, ahead, 0);
-    size_t j0 = 0;
-    do {
-      size_t nb = n - j0 < KB ? n - j0 : KB, limit = j0 + nb + ahead;
-      sa_prefetcher_raise(&cur, j0 + ahead);
-      for (size_t i0 = 0; i0 < m; i0 += M2) {
-        const sa_wsum_ends e = {j0 == 0, j0 + nb == n, part + i0 * CG, CG};
-        rows(M2, NV2, m - i0 < M2 ? m - i0 : M2, nb, p + i0 * ldp + j0, ldp,
-             vg + j0 * ldv, ldv, cw, beta ? beta + i0 : NULL, o + i0 * ldo + g0,
-             ldo, e, i0 == 0 ? &cur : NULL, limit, 1, 1, 0);
-      }
-      j0 += nb;
-    } while (j0 < n);
-  }
-}
-
 static void sub_blocks(size_t m, size_t n, size_t dv, const float *p,
                        size_t ldp, const float *v, size_t ldv,
                        const float *beta, float *o, size_t ldo) {
   if (m <= M2)
     sub_blocks_2x8(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
-  else if (m <= SA_AVX512_WSUM_M4 && n * dv * sizeof(float) >= PAIR_BYTES)
-    sub_pairs(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
   else if (m <= SA_AVX512_WSUM_M4)
     sub_blocks_4x4(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
   else
