@@ -165,9 +165,9 @@ static void run_together(const job *j, size_t task, sa_scratch *ws) {
     }
   }
   sa_tiles_fused_decode(j->ks, p, ts, j->together, ws);
-  for (size_t g = 0; g < j->together && j->parts == 1 && p->o_type != SA_F32;
-       g++)
-    store_rows(j->ks, p, &user[g], ts[g].o, ts[g].ldo);
+  if (j->parts == 1 && p->o_type != SA_F32)
+    for (size_t g = 0; g < j->together; g++)
+      store_rows(j->ks, p, &user[g], ts[g].o, ts[g].ldo);
 }
 
 static void run_tile(void *arg, size_t task, int worker) {

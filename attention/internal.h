@@ -69,10 +69,10 @@ typedef struct sa_scratch {
  * KV heads) run together, SA_TOGETHER_KEYS keys of each in turn (in a
  * split call, the same part of each), so the rows of a page, or of a
  * token, are read close in time rather than one head's across the whole
- * sequence (docs/DESIGN.md, "Heads together"). The
- * keys a turn are a multiple of every set's decode chunk, so a tile's
- * decode_rows calls chunk its keys as one call over all of them would, and
- * the output is the same bits whichever tiles share a task. */
+ * sequence (docs/DESIGN.md, "Heads together"). The keys a turn are a
+ * multiple of every set's decode chunk, so a tile's decode_rows calls chunk
+ * its keys as one call over all of them would, and the output is the same
+ * bits whichever tiles share a task. */
 #define SA_TOGETHER_MAX 16
 #define SA_TOGETHER_KEYS 256
 

@@ -1137,8 +1137,8 @@ static void test_kv_append(void) {
  * sequences (0 to 600 keys: pages, [B, L, H, D], ragged) whose tiles run a
  * sequence's heads together, 4 a task, or 2 with 8 threads; and the long
  * decode over a [B, L, H, D] cache, whose two tiles run together in each
- * part of their keys. 1, 2, 3 and 8
- * threads give the same bits, and the one-thread result matches the reference.
+ * part of their keys. 1, 2, 3 and 8 threads give the same bits, and the
+ * one-thread result matches the reference.
  */
 static void test_threads(void) {
   static const int counts[] = {1, 2, 3, 8};
