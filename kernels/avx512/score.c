@@ -31,6 +31,18 @@
  * and 1.24-1.50x with wsum.c's sub-blocks; on a Sapphire Rapids Xeon the
  * same pair was level (0.98x), its decode already near its read probe.
  *
+ * Keys as four streams (0.12.5), as avx2's score since 0.12.2: on a MiB of
+ * K or more (decode's key blocks) a tile's DN keys come from the four
+ * quarters of the block, key j of each, not DN neighbours; every score is
+ * the same sum in the same order, so the output is bit for bit the same.
+ * On the project's Intel Xeon VM (Sapphire Rapids class, one core reads
+ * about 15 GB/s, bound by how many lines it has in flight) score from
+ * memory took 0.86x the time at m = 1, 0.82x at m = 2, 0.75x at m = 4 and
+ * 8 (4096 keys, d = 128: 11.7 -> 15.5 GB/s at m = 4, avx2's rate there);
+ * with K in L2 the neighbours were faster at m = 1 (the streams 1.09-1.17x
+ * the time at 256-1024 keys) and level at 2-8, hence the MiB. Unmeasured
+ * on a Zen 5, whose one stream already read 35-39 GB/s of a 41 probe.
+ *
  * The next panel (0.9.3): while the tiles use one panel, they name the
  * next panel's K rows a few lines between chunks of steps (kernels/prefetch.h,
  * sa_spread), so that packing it does not wait on memory. With K from memory
@@ -56,6 +68,10 @@
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX512_KC };
 enum { DOTS_M = SA_AVX512_DOTS_M, DM = SA_AVX512_DM, DN = SA_AVX512_DN };
+enum {
+  STREAM_KEYS = SA_AVX512_STREAM_KEYS,
+  STREAM_BYTES = SA_AVX512_STREAM_BYTES
+};
 
 /* 16 keys x 16 values of d -> 16 panel rows of 16 keys. Keys at or past nk
  * and values at or past np are read as 0 without touching memory. */
@@ -108,14 +124,15 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
   }
 }
 
-/* s[0..mr)[0..nk) = scale * q[0..mr) . kr[0..nk), nk <= DN, while rg or pf
- * (if any, sa_dots_next_line) names K's lines, DN a step of 16 values: a line
- * per key per 64 bytes of d, the rate the tile reads them. mr is a constant at
- * every call, so acc lives in registers. */
+/* s[0..mr)[0..nk ks) = scale * q[0..mr) . kr[0..nk), key c at column c ks,
+ * nk <= DN, while rg or pf (if any, sa_dots_next_line) names K's lines, DN a
+ * step of 16 values: a line per key per 64 bytes of d, the rate the tile
+ * reads them; or, pfo nonzero, each key's line pfo bytes on. mr is a
+ * constant at every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
-dots(int one, size_t mr, size_t d, const float *q, size_t ldq,
-     const float *const *kr, sa_range *rg, sa_prefetcher *pf, size_t limit,
-     float *s, size_t lds, size_t nk, float scale) {
+dots_at(int one, size_t mr, size_t d, const float *q, size_t ldq,
+        const float *const *kr, sa_range *rg, sa_prefetcher *pf, size_t pfo,
+        size_t limit, float *s, size_t lds, size_t ks, size_t nk, float scale) {
   __m512 acc[DM][DN];
 #pragma GCC unroll 4
   for (size_t r = 0; r < mr; r++)
@@ -132,14 +149,20 @@ dots(int one, size_t mr, size_t d, const float *q, size_t ldq,
    * d / 16 FMAs a key, bound by their latency. */
   for (size_t c = 0; mr == 1 && !one && c < DN; c++)
     for (p = 0; p + 16 <= d; p += 16) {
-      sa_dots_next_line(rg, pf, limit);
+      if (pfo)
+        sa_prefetch_line((const char *)(kr[c] + p) + pfo, 0);
+      else
+        sa_dots_next_line(rg, pf, limit);
       acc[0][c] = _mm512_fmadd_ps(_mm512_loadu_ps(q + p),
                                   _mm512_loadu_ps(kr[c] + p), acc[0][c]);
     }
   for (; (mr > 1 || one) && p + 16 <= d; p += 16) {
     __m512 b[DN];
     for (size_t c = 0; c < DN; c++) {
-      sa_dots_next_line(rg, pf, limit);
+      if (pfo)
+        sa_prefetch_line((const char *)(kr[c] + p) + pfo, 0);
+      else
+        sa_dots_next_line(rg, pf, limit);
       b[c] = _mm512_loadu_ps(kr[c] + p);
     }
 #pragma GCC unroll 4
@@ -161,7 +184,22 @@ dots(int one, size_t mr, size_t d, const float *q, size_t ldq,
         acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
     }
   }
-  sa_dots_store(mr, acc, scale, s, lds, nk);
+  if (ks == 1) {
+    sa_dots_store(mr, acc, scale, s, lds, nk);
+    return;
+  }
+  _Alignas(64) float t[4 * DN];
+  sa_dots_store(mr, acc, scale, t, DN, DN);
+  for (size_t r = 0; r < mr; r++)
+    for (size_t c = 0; c < nk; c++)
+      s[r * lds + c * ks] = t[r * DN + c];
+}
+
+static inline __attribute__((always_inline)) void
+dots(int one, size_t mr, size_t d, const float *q, size_t ldq,
+     const float *const *kr, sa_range *rg, sa_prefetcher *pf, size_t limit,
+     float *s, size_t lds, size_t nk, float scale) {
+  dots_at(one, mr, d, q, ldq, kr, rg, pf, 0, limit, s, lds, 1, nk, scale);
 }
 
 /* Keys in blocks of DN, each block against every row in blocks of DM; the
@@ -230,11 +268,51 @@ static __attribute__((noinline)) void dots_one(size_t n, size_t d,
   score_dots(1, 1, 1, n, d, q, d, k, d, scale, s, n);
 }
 
+/* Keys [0, DN nq) as DN streams of nq keys, a tile key j of each, the
+ * first row block naming each stream's row `ahead` rows on, a line per 16
+ * values as the tile reads them (a fixed distance, no cursor beside the
+ * tile); nq odd, so that the streams' rows and scores are not a power of
+ * two apart (avx2's score.c says what that cost). The keys left, fewer
+ * than 2 DN, as the range or row cursor takes them. */
+static __attribute__((noinline)) void
+dots_streams(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+             const float *k, size_t ldk, float scale, float *s, size_t lds) {
+  const size_t nq = (n / DN - 1) | 1;
+  const size_t ahead = sa_prefetch_rows_ahead(d * sizeof(float), 4096);
+  const size_t pfo = ahead * ldk * sizeof(float);
+  for (size_t j = 0; j < nq; j++) {
+    const float *kr[DN];
+    for (size_t c = 0; c < DN; c++)
+      kr[c] = k + (c * nq + j) * ldk;
+    for (size_t i0 = 0; i0 < m; i0 += DM) {
+      const float *qi = q + i0 * ldq;
+      float *si = s + i0 * lds + j;
+#define DOTS(r, o)                                                             \
+  dots_at(1, r, d, qi, ldq, kr, NULL, NULL, o, 0, si, lds, nq, DN, scale)
+#define DOTS_PF(r) DOTS(r, pfo)
+#define DOTS_0(r) DOTS(r, 0)
+      if (i0 == 0 && j + ahead < nq)
+        SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS_PF);
+      else
+        SA_UNROLL_1_4(m - i0 < DM ? m - i0 : DM, DOTS_0);
+#undef DOTS_PF
+#undef DOTS_0
+#undef DOTS
+    }
+  }
+  if (n > DN * nq)
+    (ldk == d ? dots_range : dots_rows)(m, n - DN * nq, d, q, ldq,
+                                        k + DN * nq * ldk, ldk, scale,
+                                        s + DN * nq, lds);
+}
+
 void sa_score__avx512(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                       const float *k, size_t ldk, float scale, float *s,
                       size_t lds) {
   if (m > DOTS_M)
     score_packed(m, n, d, q, ldq, k, ldk, scale, s, lds);
+  else if (n >= DN * STREAM_KEYS && n * d * sizeof(float) >= STREAM_BYTES)
+    dots_streams(m, n, d, q, ldq, k, ldk, scale, s, lds);
   else if (ldk == d && m == 1)
     dots_one(n, d, q, k, scale, s);
   else if (ldk == d)

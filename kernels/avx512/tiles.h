@@ -18,6 +18,10 @@ enum {
                             (and wsum, wsum_t stream in sub-blocks), */
   SA_AVX512_DM = 4,      /*   DM rows x DN keys a block */
   SA_AVX512_DN = 4,
+  /* score's dots: keys as DN streams of at least STREAM_KEYS, on
+   * STREAM_BYTES of K or more */
+  SA_AVX512_STREAM_KEYS = 16,
+  SA_AVX512_STREAM_BYTES = 1 << 20,
   SA_AVX512_BF16_MR = 8, /* score_bf16 (vdpbf16ps): its GEMM tile, */
   SA_AVX512_BF16_NR = 32,
   SA_AVX512_BF16_KC = 512,   /*   values of d per chunk (pairs: 256 rows), */
