@@ -121,12 +121,19 @@ AI void prefetch_row(const char *row, size_t bytes, int l1) {
 }
 
 /* Whether lanes prefetch into L1: with an L1D of 48 KiB or more (Zen 5
- * measured; Intel cores of that size take L1 too, unmeasured). Why the
- * size, a reading not yet tested: a line named 12 KiB of key pairs ahead
- * must outlive those reads and the second value-sum pass's, some 30 KiB
- * of lines through the L1 before it is used, which a 32 KiB L1D may not
- * hold. */
-static int prefetch_into_l1(void) { return sa_avx512_l1d_large(); }
+ * measured), except on Intel's cores. Why the size, a reading not yet
+ * tested: a line named 12 KiB of key pairs ahead must outlive those reads
+ * and the second value-sum pass's, some 30 KiB of lines through the L1
+ * before it is used, which a 32 KiB L1D may not hold. Why not Intel's
+ * (0.12.5): on a Sapphire Rapids class Xeon (48 KiB L1D, one core reading
+ * about 15 GB/s) L2 measured faster, batch-8 decode over 16-key pages
+ * 0.96x the time over 8 and over 32 KV heads (f32, one thread, builds
+ * alternated in one process); 256-key pages and token-major caches
+ * level. A line named into L1 holds one of the core's few fill buffers
+ * until it arrives, which may be the reason there. */
+static int prefetch_into_l1(void) {
+  return sa_avx512_l1d_large() && !sa_avx512_intel();
+}
 
 /* Row x of the lane (NULL past its end). */
 AI const char *lane_row(const lane *ln, size_t x) {

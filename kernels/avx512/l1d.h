@@ -1,5 +1,6 @@
 /*
- * The L1 data cache's size, for the AVX-512 kernels that stream by it:
+ * The L1 data cache's size (and the core's maker), for the AVX-512 kernels
+ * that stream by it:
  * decode.c (the level its lanes prefetch into) and wsum.c (how decode-shaped
  * value sums walk V). Read from CPUID, not from hwloc, so that the kernels
  * stand alone for an engine that calls them without the driver.
@@ -37,6 +38,23 @@ static inline int sa_avx512_l1d_large(void) {
   int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
   if (!v) {
     v = sa_avx512_l1d_bytes() >= 48 * 1024 ? 2 : 1;
+    __atomic_store_n(&known, v, __ATOMIC_RELAXED);
+  }
+  return v == 2;
+}
+
+/* Whether the core is Intel's (CPUID leaf 0's vendor string): the decode
+ * kernel's rows go into L2 there whatever the L1D's size (decode.c). Read
+ * once per including file, as above. */
+static inline int sa_avx512_intel(void) {
+  static int known; /* 0: not read yet, 1: another maker, 2: Intel */
+  int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (!v) {
+    unsigned a, b = 0, c = 0, d = 0;
+    v = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u /* "Genu" */ &&
+                d == 0x49656e69u /* "ineI" */ && c == 0x6c65746eu /* "ntel" */
+            ? 2
+            : 1;
     __atomic_store_n(&known, v, __ATOMIC_RELAXED);
   }
   return v == 2;
