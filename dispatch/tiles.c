@@ -63,7 +63,7 @@ static const sa_tiles avx512 = {
           4 * SA_AVX512_WSUM_KB, 8 * SA_AVX512_WSUM_KB},
     /* f32 wsum's decode-shaped sub-block; score's dots as key streams
      * from these many keys on (and k_bytes of K) */
-    .n_cut = {SA_AVX512_WSUM_KL, SA_AVX512_DN *SA_AVX512_STREAM_KEYS},
+    .n_cut = {SA_AVX512_WSUM_KL, (SA_AVX512_DN * SA_AVX512_STREAM_KEYS)},
     .k_bytes = SA_AVX512_STREAM_BYTES,
     /* softmax_impl.h's row max takes 4 vectors a step, exp and sum 2 */
     .row = {SA_AVX512_LANES, 2 * SA_AVX512_LANES, 4 * SA_AVX512_LANES},
