@@ -127,8 +127,8 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
 /* s[0..mr)[0..nk ks) = scale * q[0..mr) . kr[0..nk), key c at column c ks,
  * nk <= DN, while rg or pf (if any, sa_dots_next_line) names K's lines, DN a
  * step of 16 values: a line per key per 64 bytes of d, the rate the tile
- * reads them; or, pfo nonzero, each key's line pfo bytes on. mr is a
- * constant at every call, so acc lives in registers. */
+ * reads them; or, pfo nonzero (with one: the streams), each key's line pfo
+ * bytes on. mr is a constant at every call, so acc lives in registers. */
 static inline __attribute__((always_inline)) void
 dots_at(int one, size_t mr, size_t d, const float *q, size_t ldq,
         const float *const *kr, sa_range *rg, sa_prefetcher *pf, size_t pfo,
@@ -149,10 +149,7 @@ dots_at(int one, size_t mr, size_t d, const float *q, size_t ldq,
    * d / 16 FMAs a key, bound by their latency. */
   for (size_t c = 0; mr == 1 && !one && c < DN; c++)
     for (p = 0; p + 16 <= d; p += 16) {
-      if (pfo)
-        sa_prefetch_line((const char *)(kr[c] + p) + pfo, 0);
-      else
-        sa_dots_next_line(rg, pf, limit);
+      sa_dots_next_line(rg, pf, limit);
       acc[0][c] = _mm512_fmadd_ps(_mm512_loadu_ps(q + p),
                                   _mm512_loadu_ps(kr[c] + p), acc[0][c]);
     }
