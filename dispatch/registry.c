@@ -28,6 +28,7 @@
 #define SET .struct_size = sizeof(sa_kernel_set)
 
 int sa_wsum_decode_policy;
+int sa_score_streams_policy;
 
 /* Which ISA's narrow-type kernels a set uses: its own once written. */
 #define NARROW_AVX2 avx2

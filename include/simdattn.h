@@ -41,13 +41,13 @@ extern "C" {
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
 #define SA_VERSION_MINOR 12
-#define SA_VERSION_PATCH 5
-#define SA_VERSION_STRING "0.12.5"
+#define SA_VERSION_PATCH 6
+#define SA_VERSION_STRING "0.12.6"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.12.5". Compare with SA_VERSION to see which header a caller was built
+ * "0.12.6". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);

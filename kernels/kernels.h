@@ -148,6 +148,13 @@ SA_DECLARE_SCORE_QK(sa_score_bf16_dp__neon);
  * has it. */
 extern int sa_wsum_decode_policy;
 
+/* Whether avx2's and avx512's score take a dot tile's keys as four streams
+ * where their shapes allow it (score.c of each): 0 as this core's maker
+ * and L1D say (kernels/cpu_core.h), 1 always, -1 never. Bit for bit alike;
+ * tests set it to run both ways, only while no call runs. Defined in
+ * dispatch/registry.c. */
+extern int sa_score_streams_policy;
+
 /* The FMA peak probes (kernels/<isa>/peak.c): what the bench's "% of peak"
  * is measured against, one per ISA, each built with its set's flags. Runs
  * independent chains of a = a*m + c for reps rounds, folds them into *sink

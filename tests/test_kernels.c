@@ -80,6 +80,21 @@ static int seen_fn(void (*fn)(void), void (**done)(void), int *ndone) {
   return 0;
 }
 
+/* A kernel run two ways (a policy at -1, then 1) must give the same bits:
+ * the first way's rows x cols are kept in `first`, the second compared. */
+static int ways_agree(int way, float *first, mat got, size_t rows,
+                      size_t cols) {
+  int same = 1;
+  for (size_t i = 0; i < rows; i++) {
+    float *row = first + i * cols, *g = got.p + i * got.ld;
+    if (way < 0)
+      memcpy(row, g, cols * sizeof(float));
+    else
+      same &= !memcmp(row, g, cols * sizeof(float));
+  }
+  return same;
+}
+
 static void score_case(size_t m, size_t n, size_t d) {
   int wide = t_next() & 1, off = (t_next() >> 7) & 1;
   mat q = mat_at(Q, m, d, wide, off), k = mat_at(K, n, d, !wide, !off);
@@ -98,6 +113,7 @@ static void score_case(size_t m, size_t n, size_t d) {
       ka.p[j * ka.ld + p] = fabsf(k.p[j * k.ld + p]);
   oracle->score(m, n, d, qa.p, qa.ld, ka.p, ka.ld, 1.0f, mag.p, mag.ld);
 
+  float *first = malloc(m * n * sizeof(float) + 1);
   void (*done[MAX_SETS])(void);
   int ndone = 0;
   for (int si = 0; si < nsets; si++) {
@@ -105,23 +121,32 @@ static void score_case(size_t m, size_t n, size_t d) {
     if (seen_fn((void (*)(void))ks->score, done, &ndone))
       continue;
     t_context = ks->name;
-    mat s = mat_at(S, m, n, wide, off);
-    ks->score(m, n, d, q.p, q.ld, k.p, k.ld, scale, s.p, s.ld);
-    for (size_t i = 0; i < m; i++)
-      for (size_t j = 0; j < n; j++) {
-        /* each side within (d + 1) u scale sum|q k| of the exact value;
-         * 1.01 covers the rounding of the bound itself */
-        double tol =
-            2.02 * ((double)d + 1) * U_F32 * scale * mag.p[i * mag.ld + j] +
-            1e-30;
-        float got = s.p[i * s.ld + j], want = r.p[i * r.ld + j];
-        CHECK(fabs(got - want) <= tol,
-              "score m=%zu n=%zu d=%zu (%zu,%zu) %g vs %g", m, n, d, i, j, got,
-              want);
-      }
-    CHECK(gaps_intact(s, m, n), "score m=%zu n=%zu d=%zu wrote past a row", m,
-          n, d);
+    /* with and without keys as streams, whatever this core would take:
+     * bit for bit alike */
+    for (int way = -1; way <= 1; way += 2) {
+      sa_score_streams_policy = way;
+      mat s = mat_at(S, m, n, wide, off);
+      ks->score(m, n, d, q.p, q.ld, k.p, k.ld, scale, s.p, s.ld);
+      for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+          /* each side within (d + 1) u scale sum|q k| of the exact value;
+           * 1.01 covers the rounding of the bound itself */
+          double tol =
+              2.02 * ((double)d + 1) * U_F32 * scale * mag.p[i * mag.ld + j] +
+              1e-30;
+          float got = s.p[i * s.ld + j], want = r.p[i * r.ld + j];
+          CHECK(fabs(got - want) <= tol,
+                "score m=%zu n=%zu d=%zu way %d (%zu,%zu) %g vs %g", m, n, d,
+                way, i, j, got, want);
+        }
+      CHECK(gaps_intact(s, m, n),
+            "score m=%zu n=%zu d=%zu way %d wrote past a row", m, n, d, way);
+      CHECK(ways_agree(way, first, s, m, n),
+            "score m=%zu n=%zu d=%zu: the ways differ", m, n, d);
+    }
   }
+  sa_score_streams_policy = 0;
+  free(first);
 }
 
 /* Logits around 95 overflow expf unless the row max is subtracted first.
@@ -257,15 +282,8 @@ static void wsum_case(size_t m, size_t n, size_t dv) {
         }
       CHECK(gaps_intact(o, m, dv),
             "wsum m=%zu n=%zu dv=%zu way %d wrote past a row", m, n, dv, way);
-      for (size_t i = 0; i < m; i++) {
-        float *row = first + i * dv, *got = o.p + i * o.ld;
-        if (way < 0)
-          memcpy(row, got, dv * sizeof(float));
-        else
-          CHECK(!memcmp(row, got, dv * sizeof(float)),
-                "wsum m=%zu n=%zu dv=%zu: row %zu differs between the ways", m,
-                n, dv, i);
-      }
+      CHECK(ways_agree(way, first, o, m, dv),
+            "wsum m=%zu n=%zu dv=%zu: the ways differ", m, n, dv);
     }
     free(first);
   }

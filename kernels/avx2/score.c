@@ -50,7 +50,11 @@
  * heads 0.83x the time, over 8 0.89x (two threads 0.89x, 0.90x). One
  * sequential stream of K reads about 18 GB/s on that core, four 21-22
  * (its read probe reads four); a cursor per stream beside the tile cost
- * 1.3-1.46x with K in L2, the fixed distance nothing.
+ * 1.3-1.46x with K in L2, the fixed distance nothing. Not on AMD's cores
+ * with a 48 KiB L1D (0.12.6): on a Zen 5 VM, whose one stream reads 35-39
+ * GB/s, decode of 32 query heads over 8 KV heads (4096 keys, one thread)
+ * took 0.86-0.87x the time without them. Intel's cores of that L1D keep
+ * them (avx2's decode there was measured with them, 0.12.5).
  *
  * Tails: GEMM: keys past n are packed as zeros and their lanes left out of
  * the store; d longer than KC is summed in chunks through s, scaled once
@@ -65,6 +69,7 @@
 #include "kernels/avx2/panel.h"
 #include "kernels/avx2/tiles.h"
 #include "kernels/avx2/util.h"
+#include "kernels/cpu_core.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/unroll.h"
@@ -270,11 +275,19 @@ dots_streams(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                                         s + DN * nq, lds);
 }
 
+/* Whether keys come as four streams on this core (the comment at the top;
+ * sa_score_streams_policy, kernels.h). */
+static int streams_here(void) {
+  int policy = __atomic_load_n(&sa_score_streams_policy, __ATOMIC_RELAXED);
+  return policy ? policy > 0 : !sa_core_l1d_large() || sa_core_intel();
+}
+
 void sa_score__avx2(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                     const float *k, size_t ldk, float scale, float *s,
                     size_t lds) {
   if (m <= DOTS_M && n >= DN * STREAM_KEYS &&
-      (m <= SA_AVX2_DOTS_M_WIDE || n * d * sizeof(float) >= STREAM_BYTES))
+      (m <= SA_AVX2_DOTS_M_WIDE || n * d * sizeof(float) >= STREAM_BYTES) &&
+      streams_here())
     dots_streams(m, n, d, q, ldq, k, ldk, scale, s, lds);
   else if (m <= DOTS_M)
     (ldk == d ? dots_range : dots_rows)(m, n, d, q, ldq, k, ldk, scale, s, lds);

@@ -59,10 +59,10 @@
 #include <stdint.h>
 
 #include "kernels/avx512/exp_poly.h"
-#include "kernels/avx512/l1d.h"
 #include "kernels/avx512/tiles.h"
 #include "kernels/avx512/util.h"
 #include "kernels/avx512/widen.h"
+#include "kernels/cpu_core.h"
 #include "kernels/decode_chunks.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
@@ -132,7 +132,7 @@ AI void prefetch_row(const char *row, size_t bytes, int l1) {
  * level. A line named into L1 holds one of the core's few fill buffers
  * until it arrives, which may be the reason there. */
 static int prefetch_into_l1(void) {
-  return sa_avx512_l1d_large() && !sa_avx512_intel();
+  return sa_core_l1d_large() && !sa_core_intel();
 }
 
 /* Row x of the lane (NULL past its end). */

@@ -40,8 +40,11 @@
  * memory took 0.86x the time at m = 1, 0.82x at m = 2, 0.75x at m = 4 and
  * 8 (4096 keys, d = 128: 11.7 -> 15.5 GB/s at m = 4, avx2's rate there);
  * with K in L2 the neighbours were faster at m = 1 (the streams 1.09-1.17x
- * the time at 256-1024 keys) and level at 2-8, hence the MiB. Unmeasured
- * on a Zen 5, whose one stream already read 35-39 GB/s of a 41 probe.
+ * the time at 256-1024 keys) and level at 2-8, hence the MiB. On Intel's
+ * cores only (0.12.6): on a Zen 5 VM, whose one stream reads 35-39 GB/s of
+ * a 41 probe, the same decode ran 1.33-1.39x the time over 8 KV heads and
+ * 1.14-1.19x over 32 (one thread; prefetching 16 KiB ahead, into L2, or not at
+ * all, each slower still), and no AMD core was measured faster with them.
  *
  * The next panel (0.9.3): while the tiles use one panel, they name the
  * next panel's K rows a few lines between chunks of steps (kernels/prefetch.h,
@@ -62,6 +65,7 @@
 #include "kernels/avx512/panel.h"
 #include "kernels/avx512/tiles.h"
 #include "kernels/avx512/util.h"
+#include "kernels/cpu_core.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/unroll.h"
@@ -303,12 +307,20 @@ dots_streams(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                                         s + DN * nq, lds);
 }
 
+/* Whether decode's keys come as four streams on this core (the comment at
+ * the top; sa_score_streams_policy, kernels.h). */
+static int streams_here(void) {
+  int policy = __atomic_load_n(&sa_score_streams_policy, __ATOMIC_RELAXED);
+  return policy ? policy > 0 : sa_core_intel();
+}
+
 void sa_score__avx512(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                       const float *k, size_t ldk, float scale, float *s,
                       size_t lds) {
   if (m > DOTS_M)
     score_packed(m, n, d, q, ldq, k, ldk, scale, s, lds);
-  else if (n >= DN * STREAM_KEYS && n * d * sizeof(float) >= STREAM_BYTES)
+  else if (n >= DN * STREAM_KEYS && n * d * sizeof(float) >= STREAM_BYTES &&
+           streams_here())
     dots_streams(m, n, d, q, ldq, k, ldk, scale, s, lds);
   else if (ldk == d && m == 1)
     dots_one(n, d, q, k, scale, s);

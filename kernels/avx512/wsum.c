@@ -63,10 +63,10 @@
 #include <immintrin.h>
 #include <stdint.h>
 
-#include "kernels/avx512/l1d.h"
 #include "kernels/avx512/tiles.h"
 #include "kernels/avx512/util.h"
 #include "kernels/avx512/wsum_ends.h"
+#include "kernels/cpu_core.h"
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/unroll.h"
@@ -259,7 +259,7 @@ static void sub_blocks(size_t m, size_t n, size_t dv, const float *p,
 /* Which way decode-shaped calls take (sa_wsum_decode_policy, kernels.h). */
 static int by_sub_blocks(void) {
   int policy = __atomic_load_n(&sa_wsum_decode_policy, __ATOMIC_RELAXED);
-  return policy ? policy > 0 : sa_avx512_l1d_large();
+  return policy ? policy > 0 : sa_core_l1d_large();
 }
 
 /* Decode-shaped calls: keys in sub-blocks of KL, and in each sub-block the

@@ -1,19 +1,21 @@
 /*
- * The L1 data cache's size (and the core's maker), for the AVX-512 kernels
- * that stream by it:
- * decode.c (the level its lanes prefetch into) and wsum.c (how decode-shaped
- * value sums walk V). Read from CPUID, not from hwloc, so that the kernels
- * stand alone for an engine that calls them without the driver.
+ * The core the kernels run on, as far as the ways they stream K and V
+ * depend on it: its L1 data cache's size and its maker. avx512's decode.c
+ * (the level its lanes prefetch into) and wsum.c (how decode-shaped value
+ * sums walk V); avx2's and avx512's score.c (whether decode's keys come as
+ * four streams, score_streams.h). Read from CPUID, not from hwloc, so that
+ * the kernels stand alone for an engine that calls them without the
+ * driver. Plain C: any kernel set's files may include it.
  */
-#ifndef SA_AVX512_L1D_H
-#define SA_AVX512_L1D_H
+#ifndef SA_CPU_CORE_H
+#define SA_CPU_CORE_H
 
 #include <cpuid.h>
 #include <stddef.h>
 
 /* Bytes, from CPUID leaf 4 (Intel) or 0x80000005 (AMD), or 0 where neither
  * says. */
-static inline size_t sa_avx512_l1d_bytes(void) {
+static inline size_t sa_core_l1d_bytes(void) {
   unsigned a, b, c, d;
   if (__get_cpuid_max(0, NULL) >= 4)
     for (unsigned i = 0; i < 8 && __get_cpuid_count(4, i, &a, &b, &c, &d);
@@ -33,20 +35,21 @@ static inline size_t sa_avx512_l1d_bytes(void) {
 /* Whether the L1D holds 48 KiB or more: the line between the two cores
  * measured (Zen 4, 32 KiB; Zen 5, 48 KiB). Read once per including file
  * (racing first calls store one value). */
-static inline int sa_avx512_l1d_large(void) {
+static inline int sa_core_l1d_large(void) {
   static int known; /* 0: not read yet, 1: smaller, 2: 48 KiB or more */
   int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
   if (!v) {
-    v = sa_avx512_l1d_bytes() >= 48 * 1024 ? 2 : 1;
+    v = sa_core_l1d_bytes() >= 48 * 1024 ? 2 : 1;
     __atomic_store_n(&known, v, __ATOMIC_RELAXED);
   }
   return v == 2;
 }
 
-/* Whether the core is Intel's (CPUID leaf 0's vendor string): the decode
- * kernel's rows go into L2 there whatever the L1D's size (decode.c). Read
- * once per including file, as above. */
-static inline int sa_avx512_intel(void) {
+/* Whether the core is Intel's (CPUID leaf 0's vendor string): avx512's
+ * decode kernel names its rows into L2 there whatever the L1D's size, and
+ * avx512's score takes decode's keys as four streams only there. Read once
+ * per including file, as above. */
+static inline int sa_core_intel(void) {
   static int known; /* 0: not read yet, 1: another maker, 2: Intel */
   int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
   if (!v) {
@@ -60,4 +63,4 @@ static inline int sa_avx512_intel(void) {
   return v == 2;
 }
 
-#endif /* SA_AVX512_L1D_H */
+#endif /* SA_CPU_CORE_H */
