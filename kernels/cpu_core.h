@@ -3,7 +3,7 @@
  * depend on it: its L1 data cache's size and its maker. avx512's decode.c
  * (the level its lanes prefetch into) and wsum.c (how decode-shaped value
  * sums walk V); avx2's and avx512's score.c (whether decode's keys come as
- * four streams, score_streams.h). Read from CPUID, not from hwloc, so that
+ * four streams). Read from CPUID, not from hwloc, so that
  * the kernels stand alone for an engine that calls them without the
  * driver. Plain C: any kernel set's files may include it.
  */

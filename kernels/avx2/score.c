@@ -53,8 +53,8 @@
  * 1.3-1.46x with K in L2, the fixed distance nothing. Not on AMD's cores
  * with a 48 KiB L1D (0.12.6): on a Zen 5 VM, whose one stream reads 35-39
  * GB/s, decode of 32 query heads over 8 KV heads (4096 keys, one thread)
- * took 0.86-0.87x the time without them. Intel's cores of that L1D keep
- * them (avx2's decode there was measured with them, 0.12.5).
+ * took 0.85-0.87x the time without them, over 32 KV heads 0.89x. Intel's cores
+ * of that L1D keep them (avx2's decode there was measured with them, 0.12.5).
  *
  * Tails: GEMM: keys past n are packed as zeros and their lanes left out of
  * the store; d longer than KC is summed in chunks through s, scaled once
