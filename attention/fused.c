@@ -121,18 +121,18 @@ static int rows_listed(const sa_kernel_set *ks, const sa_plan *p) {
 }
 
 /* A block whose rows see keys [0, hib[i]) of it, hib not all equal (the
- * causal diagonal: each row one key further than the row before), in
- * groups of SA_DIAG_ROWS rows, each group's three kernels only over the
- * keys its rows see. The last group takes what is left, up to twice that:
- * with more than 32 rows in every group, score and wsum take the ways they
- * take for the whole tile, so the output is bit for bit the same. The whole
- * block at once would compute the scores and value sums of every key for every
- * row and zero the weights of the keys past each row's end: with 128-row tiles,
- * causal prefill at L 2048 did 6 % more FMAs than its visible ones, 3 % in
- * groups of 64. Each group's scores, softmax and sums are those of the whole
- * block on its rows, less terms whose weights were 0. A group that sees no key
- * of the block keeps its state (alpha 1), and its output rows start at 0 if
- * this is the first block. */
+ * causal diagonal: each row one key further than the row before), that
+ * the upto kernels cannot take (below), in groups of SA_DIAG_ROWS rows, each
+ * group's three kernels only over the keys its rows see. The last group takes
+ * what is left, up to twice that: with more than 32 rows in every group, score
+ * and wsum take the ways they take for the whole tile, so the output is bit for
+ * bit the same. The whole block at once would compute the scores and value sums
+ * of every key for every row and zero the weights of the keys past each row's
+ * end: with 128-row tiles, causal prefill at L 2048 did 6 % more FMAs than its
+ * visible ones, 3 % in groups of 64. Each group's scores, softmax and sums are
+ * those of the whole block on its rows, less terms whose weights were 0. A
+ * group that sees no key of the block keeps its state (alpha 1), and its output
+ * rows start at 0 if this is the first block. */
 static void diagonal(const sa_kernel_set *ks, const sa_plan *p,
                      const sa_tile_io *t, sa_rows *r, const void *q, size_t ldq,
                      const void *kb, size_t ldk, const void *vb, size_t ldv,
@@ -159,6 +159,38 @@ static void diagonal(const sa_kernel_set *ks, const sa_plan *p,
     sa_wsum_any(ks, p, mg, ng, si, vb, ldv, first ? NULL : r->alpha + i0, o,
                 t->ldo);
   }
+}
+
+/* A block that the tile's rows see to different depths (the causal
+ * diagonal, under a softcap, ALiBi, a mask or a window too) through the
+ * set's score_upto and wsum_upto, every row at once: a register tile is
+ * skipped where all its rows have ended, so the triangle costs what the
+ * tiles straddling it compute (8 rows by 32 keys on avx512) rather than
+ * the last 64 keys of a 64-row group, and Kᵀ is packed once for the tile's
+ * rows rather than once a group. Each row's scores, score_mod steps, online
+ * step and sums are those of the whole block, less terms whose weights
+ * were 0: the output is bit for bit that of the whole block at once (and
+ * of the groups). f32 K and V with f32 scores from Q. */
+static int upto_fits(const sa_kernel_set *ks, const sa_plan *p) {
+  return ks->score_upto && ks->wsum_upto && !p->q_direct &&
+         p->k_type == SA_F32 && p->v_type == SA_F32;
+}
+
+static void upto(const sa_kernel_set *ks, const sa_plan *p, const sa_tile_io *t,
+                 sa_scratch *ws, sa_rows *r, size_t j0, int left, const void *q,
+                 size_t ldq, const void *kb, size_t ldk, const void *vb,
+                 size_t ldv, float *s, int first) {
+  const sa_softmax_online_fn online =
+      r->log2 ? ks->softmax_online2 : ks->softmax_online;
+  size_t n = 0;
+  for (size_t i = 0; i < t->m; i++)
+    n = r->hib[i] > n ? r->hib[i] : n;
+  ks->score_upto(t->m, n, p->dim_qk, q, ldq, kb, ldk, r->scale, s, p->lds,
+                 r->hib);
+  sa_rows_mods(ks, p, t, ws, r, j0, n, left);
+  online(t->m, n, s, p->lds, r->hib, r->mx, r->l, r->alpha);
+  ks->wsum_upto(t->m, n, p->dim_v, s, p->lds, vb, ldv, first ? NULL : r->alpha,
+                t->o, t->ldo, r->hib);
 }
 
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
@@ -232,6 +264,11 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
     const void *kb, *vb;
     size_t ldk, ldv;
     keys_at(p, t, ws, in_place, j0, nb, &kb, &ldk, &vb, &ldv);
+    if (partial && upto_fits(ks, p)) {
+      upto(ks, p, t, ws, &r, j0, left, q, ldq, kb, ldk, vb, ldv, s, first);
+      first = 0;
+      continue;
+    }
     if (partial && !left && !p->mods && m >= 2 * SA_DIAG_ROWS) {
       diagonal(ks, p, t, &r, q, ldq, kb, ldk, vb, ldv, s, first);
       first = 0;

@@ -36,7 +36,9 @@
 #define SA_GROUP_ROWS 32
 #define SA_GROUP_BLOCK_KV 512
 /* A key block that the tile's last rows see further into than its first
- * (the causal diagonal) is taken SA_DIAG_ROWS rows at a time, each group
+ * (the causal diagonal), where the set's score_upto and wsum_upto cannot
+ * take it (narrow K or V, bf16 Q read directly), is taken SA_DIAG_ROWS
+ * rows at a time, each group
  * only as far as its own rows see (attention/fused.c). More rows than an
  * MQA group (SA_GROUP_ROWS), the most rows any set's score or wsum treats
  * as a few: a group then takes the kernels' ways of the whole tile. */

@@ -7,6 +7,11 @@
  *   score, wsum       GFLOPS = 2*m*n*d per call (wsum: with beta = 1, the
  *                     m*d rescale multiplies not counted), % of the set's
  *                     ISA FMA peak
+ *   score_upto,       the same on the causal diagonal of a 256-key block
+ *   wsum_upto         (row i sees its first n - m + i + 1 keys; 0.13):
+ *                     GFLOPS of the keys the rows see, so that the rate
+ *                     beside score's and wsum's shows what the skipped
+ *                     register tiles save
  *   softmax,          items_per_second = m*n elements per call
  *   softmax_online,
  *   softmax_online2   (base 2: what the fused driver runs on unmodified
@@ -30,10 +35,13 @@ enum {
   OP_SOFTMAX_ONLINE,
   OP_SOFTMAX_ONLINE2,
   OP_WSUM,
+  OP_SCORE_UPTO,
+  OP_WSUM_UPTO,
   N_OPS
 };
 static const char *const op_names[N_OPS] = {
-    "score", "softmax", "softmax_online", "softmax_online2", "wsum"};
+    "score", "softmax",    "softmax_online", "softmax_online2",
+    "wsum",  "score_upto", "wsum_upto"};
 
 typedef struct kernel_arg {
   const sa_kernel_set *ks;
@@ -44,6 +52,7 @@ typedef struct kernel_arg {
 typedef struct tile_data {
   size_t m, n, d;
   float *q, *k, *s, *v, *o, *mx, *l, *alpha, *beta;
+  size_t *ends; /* the causal diagonal's: row i sees n - m + i + 1 keys */
 } tile_data;
 
 /* One tile's buffers at a time, reallocated when the sizes change. */
@@ -56,6 +65,7 @@ static tile_data *tile(size_t m, size_t n, size_t d) {
                     &cur.mx, &cur.l, &cur.alpha, &cur.beta};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     sa_bench_free(*bufs[i]);
+  free(cur.ends);
   cur.m = m, cur.n = n, cur.d = d;
   cur.q = sa_bench_alloc(m * d);
   cur.k = sa_bench_alloc(n * d);
@@ -69,8 +79,13 @@ static tile_data *tile(size_t m, size_t n, size_t d) {
   sa_bench_fill(cur.q, m * d, 1, 1.0f);
   sa_bench_fill(cur.k, n * d, 2, 1.0f);
   sa_bench_fill(cur.v, n * d, 3, 1.0f);
-  for (size_t i = 0; i < m; i++)
+  cur.ends = malloc(m * sizeof *cur.ends);
+  if (!cur.ends)
+    abort();
+  for (size_t i = 0; i < m; i++) {
     cur.beta[i] = 1.0f;
+    cur.ends[i] = n > m ? n - m + i + 1 : i + 1 < n ? i + 1 : n;
+  }
   return &cur;
 }
 
@@ -121,13 +136,35 @@ static void bm_kernel(sa_bench_state *st, void *argp) {
       sa_bench_clobber_memory();
     }
     break;
+  case OP_SCORE_UPTO:
+    while (sa_bench_keep_running(st)) {
+      ks->score_upto(m, n, d, t->q, d, t->k, d, scale, t->s, n, t->ends);
+      sa_bench_clobber_memory();
+    }
+    break;
+  case OP_WSUM_UPTO:
+    /* p as the online step leaves it: 0 past each row's end */
+    sa_bench_oracle()->softmax(m, n, t->s, n, t->ends);
+    while (sa_bench_keep_running(st)) {
+      ks->wsum_upto(m, n, d, t->s, n, t->v, d, t->beta, t->o, d, t->ends);
+      sa_bench_clobber_memory();
+    }
+    break;
   }
   sa_bench_do_not_optimize(t->s);
   sa_bench_do_not_optimize(t->o);
 
   double iters = (double)sa_bench_iterations(st);
-  if (a->op == OP_SCORE || a->op == OP_WSUM) {
-    double flops = 2.0 * (double)m * (double)n * (double)d;
+  if (a->op == OP_SCORE || a->op == OP_WSUM || a->op == OP_SCORE_UPTO ||
+      a->op == OP_WSUM_UPTO) {
+    double pairs = (double)m * (double)n;
+    if (a->op == OP_SCORE_UPTO || a->op == OP_WSUM_UPTO) {
+      size_t seen = 0;
+      for (size_t i = 0; i < m; i++)
+        seen += t->ends[i];
+      pairs = (double)seen;
+    }
+    double flops = 2.0 * pairs * (double)d;
     sa_bench_counter(st, "flops", flops, SA_BENCH_PLAIN);
     sa_bench_counter(st, "GFLOPS", flops * iters * 1e-9, SA_BENCH_RATE);
     double peak = sa_peak_gflops(ks->isa);
@@ -167,8 +204,9 @@ void sa_bench_register_kernels(void) {
   /* Grouped by operation and tile, every set inside a group, so rows that
    * are compared with each other run back to back. */
   for (int op = 0; op < N_OPS; op++) {
-    int needs_d = op == OP_SCORE || op == OP_WSUM;
-    for (size_t in = 0; in < nn; in++)
+    int upto = op == OP_SCORE_UPTO || op == OP_WSUM_UPTO;
+    int needs_d = op == OP_SCORE || op == OP_WSUM || upto;
+    for (size_t in = 0; in < (upto ? 1 : nn); in++)
       for (size_t id = 0; id < (needs_d ? nd : 1); id++)
         for (size_t i = 0; i < sa_kernel_set_count(); i++) {
           const sa_kernel_set *ks = sa_kernel_set_at(i);

@@ -89,6 +89,8 @@ int sa_score_streams_policy;
 /* decode and decode_rows: one chunk loop, so always both. */
 #define DECODE(set)                                                            \
   .decode = sa_decode__##set, .decode_rows = sa_decode_rows__##set
+#define UPTO(isa)                                                              \
+  .score_upto = sa_score_upto__##isa, .wsum_upto = sa_wsum_upto__##isa
 
 static const sa_kernel_set kernel_sets[] = {
     {SET, .name = "scalar", .isa = "scalar", EXP_LIBM,
@@ -96,7 +98,8 @@ static const sa_kernel_set kernel_sets[] = {
      .priority = 0, .cpu_features = 0, .score = sa_score__scalar,
      .softmax = sa_softmax__scalar, .softmax_online = sa_softmax_online__scalar,
      .softmax_online2 = sa_softmax_online2__scalar, .wsum = sa_wsum__scalar,
-     .score_mod = sa_score_mod__scalar, NARROW(scalar), DECODE(scalar)},
+     .score_mod = sa_score_mod__scalar, NARROW(scalar), DECODE(scalar),
+     UPTO(scalar)},
     /* Never chosen automatically (priority below scalar's): the set to hold
      * the others to when the float oracle's own rounding matters. */
     {SET, .name = "scalar-f64", .isa = "scalar", .exp_impl = "libm-double",
@@ -109,7 +112,7 @@ static const sa_kernel_set kernel_sets[] = {
      .softmax_online = sa_softmax_online__scalar_f64,
      .softmax_online2 = sa_softmax_online2__scalar_f64,
      .wsum = sa_wsum__scalar_f64, .score_mod = sa_score_mod__scalar,
-     NARROW_SLOTS(scalar_f64, scalar), DECODE(scalar_f64)},
+     NARROW_SLOTS(scalar_f64, scalar), DECODE(scalar_f64), UPTO(scalar_f64)},
 #if SA_HAVE_AVX2
     {SET, .name = "avx2", .isa = "avx2", EXP_SLEEF_U10,
      .about = AVX2_BLOCKING "SLEEF expf8 " SLEEF_ABOUT, .vector_bits = 256,
@@ -117,14 +120,16 @@ static const sa_kernel_set kernel_sets[] = {
      .softmax = sa_softmax__avx2_sleef,
      .softmax_online = sa_softmax_online__avx2_sleef,
      .softmax_online2 = sa_softmax_online2__avx2_sleef, .wsum = sa_wsum__avx2,
-     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2), DECODE(avx2_sleef)},
+     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2), DECODE(avx2_sleef),
+     UPTO(avx2)},
     {SET, .name = "avx2-polyexp", .isa = "avx2", EXP_POLY_X86,
      .about = AVX2_BLOCKING POLY_ABOUT(POLY_X86_ULPS), .vector_bits = 256,
      .priority = 21, .cpu_features = SA_X86_AVX2, .score = sa_score__avx2,
      .softmax = sa_softmax__avx2_poly,
      .softmax_online = sa_softmax_online__avx2_poly,
      .softmax_online2 = sa_softmax_online2__avx2_poly, .wsum = sa_wsum__avx2,
-     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2), DECODE(avx2_poly)},
+     .score_mod = sa_score_mod__avx2, NARROW(NARROW_AVX2), DECODE(avx2_poly),
+     UPTO(avx2)},
 #endif
 #if SA_HAVE_AVX512
     {SET, .name = "avx512", .isa = "avx512", EXP_SLEEF_U10,
@@ -134,7 +139,7 @@ static const sa_kernel_set kernel_sets[] = {
      .softmax_online = sa_softmax_online__avx512_sleef,
      .softmax_online2 = sa_softmax_online2__avx512_sleef,
      .wsum = sa_wsum__avx512, .score_mod = sa_score_mod__avx512,
-     NARROW(NARROW_AVX512), DECODE(avx512_sleef)},
+     NARROW(NARROW_AVX512), DECODE(avx512_sleef), UPTO(avx512)},
     {SET, .name = "avx512-polyexp", .isa = "avx512", EXP_POLY_X86,
      .about = AVX512_BLOCKING POLY_ABOUT(POLY_X86_ULPS), .vector_bits = 512,
      .priority = 31, .cpu_features = SA_X86_AVX512, .score = sa_score__avx512,
@@ -142,7 +147,7 @@ static const sa_kernel_set kernel_sets[] = {
      .softmax_online = sa_softmax_online__avx512_poly,
      .softmax_online2 = sa_softmax_online2__avx512_poly,
      .wsum = sa_wsum__avx512, .score_mod = sa_score_mod__avx512,
-     NARROW(NARROW_AVX512), DECODE(avx512_poly)},
+     NARROW(NARROW_AVX512), DECODE(avx512_poly), UPTO(avx512)},
 #endif
 #if SA_HAVE_AVX512BF16
     /* the avx512-polyexp set plus bf16 Q.K (its exp SLEEF's until 0.11) */
@@ -157,7 +162,7 @@ static const sa_kernel_set kernel_sets[] = {
      .softmax_online2 = sa_softmax_online2__avx512_poly,
      .wsum = sa_wsum__avx512, .score_mod = sa_score_mod__avx512,
      NARROW(NARROW_AVX512), .score_bf16 = sa_score_bf16_dp__avx512,
-     DECODE(avx512_poly), .prefer_features = SA_CPU_FAST_BF16DOT},
+     DECODE(avx512_poly), UPTO(avx512), .prefer_features = SA_CPU_FAST_BF16DOT},
 #endif
 #if SA_HAVE_NEON
     {SET, .name = "neon", .isa = "neon", EXP_SLEEF_U10,
@@ -166,14 +171,16 @@ static const sa_kernel_set kernel_sets[] = {
      .score = sa_score__neon, .softmax = sa_softmax__neon_sleef,
      .softmax_online = sa_softmax_online__neon_sleef,
      .softmax_online2 = sa_softmax_online2__neon_sleef, .wsum = sa_wsum__neon,
-     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON), DECODE(neon_sleef)},
+     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON), DECODE(neon_sleef),
+     UPTO(neon)},
     {SET, .name = "neon-polyexp", .isa = "neon", EXP_POLY_NEON,
      .about = "AArch64 Advanced SIMD, inline " POLY_ABOUT(POLY_NEON_ULPS),
      .vector_bits = 128, .priority = 11, .cpu_features = SA_CPU_NEON,
      .score = sa_score__neon, .softmax = sa_softmax__neon_poly,
      .softmax_online = sa_softmax_online__neon_poly,
      .softmax_online2 = sa_softmax_online2__neon_poly, .wsum = sa_wsum__neon,
-     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON), DECODE(neon_poly)},
+     .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON), DECODE(neon_poly),
+     UPTO(neon)},
 #endif
 #if SA_HAVE_NEON_BF16
     /* the neon-polyexp set plus bf16 Q.K (its exp SLEEF's until 0.11) */
@@ -186,7 +193,7 @@ static const sa_kernel_set kernel_sets[] = {
      .softmax_online = sa_softmax_online__neon_poly,
      .softmax_online2 = sa_softmax_online2__neon_poly, .wsum = sa_wsum__neon,
      .score_mod = sa_score_mod__neon, NARROW(NARROW_NEON),
-     .score_bf16 = sa_score_bf16_dp__neon, DECODE(neon_poly)},
+     .score_bf16 = sa_score_bf16_dp__neon, DECODE(neon_poly), UPTO(neon)},
 #endif
 };
 

@@ -40,14 +40,14 @@ extern "C" {
 
 /* The version this header describes. */
 #define SA_VERSION_MAJOR 0
-#define SA_VERSION_MINOR 12
-#define SA_VERSION_PATCH 6
-#define SA_VERSION_STRING "0.12.6"
+#define SA_VERSION_MINOR 13
+#define SA_VERSION_PATCH 0
+#define SA_VERSION_STRING "0.13.0"
 #define SA_VERSION                                                             \
   (SA_VERSION_MAJOR * 10000 + SA_VERSION_MINOR * 100 + SA_VERSION_PATCH)
 
 /* The version of the library actually loaded, in SA_VERSION's form, and as
- * "0.12.6". Compare with SA_VERSION to see which header a caller was built
+ * "0.13.0". Compare with SA_VERSION to see which header a caller was built
  * against and which library runs it. */
 SA_API unsigned sa_version(void);
 SA_API const char *sa_version_string(void);
@@ -196,6 +196,14 @@ SA_API sa_status sa_convert(sa_dtype to, void *dst, sa_dtype from,
  *          exp's range reduction less a multiply and an FMA.
  * wsum:   o[i][c] = beta[i] * o[i][c] + sum_j p[i][j] * v[j][c],  c < dv;
  *          beta NULL means overwrite (o is never read then).
+ * score_upto, wsum_upto (0.13): score and wsum for rows that need keys
+ *          [0, ends[i]) only (ends[i] <= n; the causal diagonal, each row
+ *          one key further than the row before). score_upto writes
+ *          s[i][j] for j < ends[i] exactly as score would; s[i][j] past
+ *          ends[i] may be written or not. wsum_upto takes p with
+ *          p[i][j] = 0 for j >= ends[i] (as softmax_online leaves it with
+ *          len = ends) and gives wsum's o, bit for bit when those V rows
+ *          are finite: it may skip the zero terms or add them.
  * score_mod: in place on a tile of scaled scores, before either softmax;
  *          each step is optional (see sa_score_mods) and they run in this
  *          order: softcap s = cap * tanh(s / cap); ALiBi
@@ -226,6 +234,14 @@ typedef void (*sa_softmax_online_fn)(size_t m, size_t n, float *s, size_t lds,
 typedef void (*sa_wsum_fn)(size_t m, size_t n, size_t dv, const float *p,
                            size_t ldp, const float *v, size_t ldv,
                            const float *beta, float *o, size_t ldo);
+typedef void (*sa_score_upto_fn)(size_t m, size_t n, size_t d, const float *q,
+                                 size_t ldq, const float *k, size_t ldk,
+                                 float scale, float *s, size_t lds,
+                                 const size_t *ends);
+typedef void (*sa_wsum_upto_fn)(size_t m, size_t n, size_t dv, const float *p,
+                                size_t ldp, const float *v, size_t ldv,
+                                const float *beta, float *o, size_t ldo,
+                                const size_t *ends);
 
 /* What score_mod applies to one tile; a NULL pointer (or softcap 0) skips
  * that step. Row i of a per-row array belongs to row i of the tile; mask
@@ -370,6 +386,13 @@ typedef struct sa_kernel_set {
    * scores it asks score for in log2 units (all but an additive mask's);
    * every set fills it, its exp2 within exp_ulps as its exp is. */
   sa_softmax_online_fn softmax_online2;
+  /* --- 0.13 */
+  /* score and wsum over rows with their own ends (above), which the fused
+   * driver runs on the causal diagonal's key block: a register tile is
+   * skipped where every row of it has ended. NULL in a set without them,
+   * where the driver takes that block 64 rows at a time. */
+  sa_score_upto_fn score_upto;
+  sa_wsum_upto_fn wsum_upto;
 } sa_kernel_set;
 
 /* Every kernel set compiled into this library, runnable here or not. */

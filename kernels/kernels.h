@@ -24,6 +24,14 @@
 #define SA_DECLARE_WSUM(fn)                                                    \
   void fn(size_t m, size_t n, size_t dv, const float *p, size_t ldp,           \
           const float *v, size_t ldv, const float *beta, float *o, size_t ldo)
+#define SA_DECLARE_SCORE_UPTO(fn)                                              \
+  void fn(size_t m, size_t n, size_t d, const float *q, size_t ldq,            \
+          const float *k, size_t ldk, float scale, float *s, size_t lds,       \
+          const size_t *ends)
+#define SA_DECLARE_WSUM_UPTO(fn)                                               \
+  void fn(size_t m, size_t n, size_t dv, const float *p, size_t ldp,           \
+          const float *v, size_t ldv, const float *beta, float *o, size_t ldo, \
+          const size_t *ends)
 #define SA_DECLARE_SCORE_MOD(fn)                                               \
   void fn(size_t m, size_t n, float *s, size_t lds, const sa_score_mods *mods)
 #define SA_DECLARE_SCORE_T(fn)                                                 \
@@ -69,6 +77,8 @@ SA_DECLARE_SOFTMAX(sa_softmax__scalar);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__scalar);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online2__scalar);
 SA_DECLARE_WSUM(sa_wsum__scalar);
+SA_DECLARE_SCORE_UPTO(sa_score_upto__scalar);
+SA_DECLARE_WSUM_UPTO(sa_wsum_upto__scalar);
 SA_DECLARE_SCORE_MOD(sa_score_mod__scalar);
 SA_DECLARE_NARROW(scalar);
 SA_DECLARE_DECODE(sa_decode__scalar);
@@ -80,6 +90,8 @@ SA_DECLARE_SOFTMAX(sa_softmax__scalar_f64);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__scalar_f64);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online2__scalar_f64);
 SA_DECLARE_WSUM(sa_wsum__scalar_f64);
+SA_DECLARE_SCORE_UPTO(sa_score_upto__scalar_f64);
+SA_DECLARE_WSUM_UPTO(sa_wsum_upto__scalar_f64);
 SA_DECLARE_SCORE_T(sa_score_f16__scalar_f64);
 SA_DECLARE_SCORE_T(sa_score_bf16__scalar_f64);
 SA_DECLARE_SCORE_T(sa_score_q8_0__scalar_f64);
@@ -98,6 +110,8 @@ SA_DECLARE_SOFTMAX(sa_softmax__avx2_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__avx2_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online2__avx2_poly);
 SA_DECLARE_WSUM(sa_wsum__avx2);
+SA_DECLARE_SCORE_UPTO(sa_score_upto__avx2);
+SA_DECLARE_WSUM_UPTO(sa_wsum_upto__avx2);
 SA_DECLARE_SCORE_MOD(sa_score_mod__avx2);
 SA_DECLARE_NARROW(avx2);
 SA_DECLARE_DECODE(sa_decode__avx2_sleef);
@@ -114,6 +128,8 @@ SA_DECLARE_SOFTMAX(sa_softmax__avx512_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__avx512_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online2__avx512_poly);
 SA_DECLARE_WSUM(sa_wsum__avx512);
+SA_DECLARE_SCORE_UPTO(sa_score_upto__avx512);
+SA_DECLARE_WSUM_UPTO(sa_wsum_upto__avx512);
 SA_DECLARE_SCORE_MOD(sa_score_mod__avx512);
 SA_DECLARE_NARROW(avx512);
 SA_DECLARE_DECODE(sa_decode__avx512_sleef);
@@ -132,6 +148,8 @@ SA_DECLARE_SOFTMAX(sa_softmax__neon_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online__neon_poly);
 SA_DECLARE_SOFTMAX_ONLINE(sa_softmax_online2__neon_poly);
 SA_DECLARE_WSUM(sa_wsum__neon);
+SA_DECLARE_SCORE_UPTO(sa_score_upto__neon);
+SA_DECLARE_WSUM_UPTO(sa_wsum_upto__neon);
 SA_DECLARE_SCORE_MOD(sa_score_mod__neon);
 SA_DECLARE_NARROW(neon);
 SA_DECLARE_DECODE(sa_decode__neon_sleef);

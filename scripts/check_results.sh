@@ -87,7 +87,7 @@ for s in sets:
         if not any(n.startswith(f"attn/{algo}/{s}/") for n in names):
             problems.append(f"no attn/{algo}/{s}/ row for runnable set {s}")
     for op in ("score", "softmax", "softmax_online", "softmax_online2",
-               "wsum"):
+               "wsum", "score_upto", "wsum_upto"):
         if not any(n.startswith(f"kernel/{op}/{s}/") for n in names):
             problems.append(f"no kernel/{op}/{s}/ row for runnable set {s}")
 medians = [r for r in rows if r["name"].startswith("attn/") and

@@ -31,6 +31,9 @@ static void test_registry(void) {
     CHECK(ks->score && ks->softmax && ks->softmax_online && ks->wsum &&
               ks->softmax_online2,
           "%s has score, softmax, both online steps and wsum", ks->name);
+    CHECK(ks->score_upto && ks->wsum_upto,
+          "%s has score_upto and wsum_upto (the fused driver's diagonal)",
+          ks->name);
     /* correctly rounded is 0.5; a set that forgot the field says 0 */
     CHECK(ks->exp_ulps >= 0.5f && ks->exp_ulps < 4.0f,
           "%s: exp_ulps %g is no exp's accuracy", ks->name, ks->exp_ulps);

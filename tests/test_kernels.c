@@ -290,6 +290,83 @@ static void wsum_case(size_t m, size_t n, size_t dv) {
   sa_wsum_decode_policy = 0;
 }
 
+/* score_upto and wsum_upto: each row i up to its own end, ends[i] <= n,
+ * either the causal diagonal's (one key further a row, clipped to [0, n])
+ * or any (order random). Held to the set's own score and wsum over all n
+ * keys, bit for bit: score_upto on every score a row needs, wsum_upto on p
+ * whose entries past each row's end are 0, as the online step leaves them.
+ * Neither may write past a row; wsum_upto with beta NULL must not read o. */
+static long upto_checked;
+
+static void upto_case(size_t m, size_t n, size_t d, size_t dv, int diagonal) {
+  size_t ends[160];
+  long base = (long)t_range(0, n + m) - (long)m;
+  for (size_t i = 0; i < m; i++) {
+    long e = diagonal ? base + (long)i + 1 : (long)t_range(0, n);
+    ends[i] = e < 0 ? 0 : (size_t)e > n ? n : (size_t)e;
+  }
+  int wide = t_next() & 1, off = (t_next() >> 7) & 1;
+  mat q = mat_at(Q, m, d, wide, off), k = mat_at(K, n, d, !wide, !off);
+  fill(q, m, d, -1, 1);
+  fill(k, n, d, -1, 1);
+  float scale = t_uniform(0.05f, 2.0f);
+  void (*done[MAX_SETS])(void);
+  int ndone = 0;
+  for (int si = 0; si < nsets; si++) {
+    const sa_kernel_set *ks = sets[si];
+    if (!ks->score_upto ||
+        seen_fn((void (*)(void))ks->score_upto, done, &ndone))
+      continue;
+    t_context = ks->name;
+    mat r = mat_at(R, m, n, 0, 0), s = mat_at(S, m, n, wide, off);
+    ks->score(m, n, d, q.p, q.ld, k.p, k.ld, scale, r.p, r.ld);
+    ks->score_upto(m, n, d, q.p, q.ld, k.p, k.ld, scale, s.p, s.ld, ends);
+    for (size_t i = 0; i < m; i++, upto_checked++)
+      CHECK(!memcmp(s.p + i * s.ld, r.p + i * r.ld, ends[i] * sizeof(float)),
+            "score_upto m=%zu n=%zu d=%zu diagonal=%d: row %zu (end %zu) is "
+            "not score's",
+            m, n, d, diagonal, i, ends[i]);
+    CHECK(gaps_intact(s, m, n), "score_upto m=%zu n=%zu d=%zu wrote past a row",
+          m, n, d);
+  }
+
+  mat p = mat_at(Q, m, n, wide, off), v = mat_at(K, n, dv, !wide, off);
+  mat o0 = mat_at(O0, m, dv, 0, 0);
+  float beta[160];
+  int use_beta = t_next() & 1;
+  fill(p, m, n, 0, 1);
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = ends[i]; j < n; j++)
+      p.p[i * p.ld + j] = 0.0f;
+  fill(v, n, dv, -1, 1);
+  fill(o0, m, dv, -1, 1);
+  for (size_t i = 0; i < m; i++)
+    beta[i] = t_uniform(0, 1);
+  const float *bp = use_beta ? beta : NULL;
+  ndone = 0;
+  for (int si = 0; si < nsets; si++) {
+    const sa_kernel_set *ks = sets[si];
+    if (!ks->wsum_upto || seen_fn((void (*)(void))ks->wsum_upto, done, &ndone))
+      continue;
+    t_context = ks->name;
+    mat r = mat_at(R, m, dv, 0, 0), o = mat_at(O, m, dv, wide, !off);
+    for (size_t i = 0; i < m; i++)
+      for (size_t c = 0; c < dv; c++) {
+        r.p[i * r.ld + c] = o0.p[i * o0.ld + c];
+        o.p[i * o.ld + c] = use_beta ? o0.p[i * o0.ld + c] : NAN;
+      }
+    ks->wsum(m, n, dv, p.p, p.ld, v.p, v.ld, bp, r.p, r.ld);
+    ks->wsum_upto(m, n, dv, p.p, p.ld, v.p, v.ld, bp, o.p, o.ld, ends);
+    for (size_t i = 0; i < m; i++, upto_checked++)
+      CHECK(!memcmp(o.p + i * o.ld, r.p + i * r.ld, dv * sizeof(float)),
+            "wsum_upto m=%zu n=%zu dv=%zu beta=%d diagonal=%d: row %zu (end "
+            "%zu) is not wsum's",
+            m, n, dv, use_beta, diagonal, i, ends[i]);
+    CHECK(gaps_intact(o, m, dv),
+          "wsum_upto m=%zu n=%zu dv=%zu wrote past a row", m, n, dv);
+  }
+}
+
 /* Bytes instead of floats, ending at the slot's guard page like mat_at. */
 static uint8_t *bytes_at(int slot, size_t rows, size_t cols, int wide,
                          size_t *ld) {
@@ -470,12 +547,23 @@ int main(void) {
     wsum_case(m, n, d);
     softmax_case(m, n, it % 3);
   }
+  /* the upto kernels: row counts around every set's tiles and cutoffs
+   * (the GEMM ways start past 16 rows), up to a 128-row tile and beyond */
+  static const size_t um[] = {1, 4, 7, 9, 16, 17, 25, 33, 64, 100, 128, 131};
+  static const size_t un[] = {1, 15, 33, 100, 129, 512};
+  static const size_t ud[] = {1, 64, 67, 128, 300};
+  for (size_t a = 0; a < sizeof um / sizeof um[0]; a++)
+    for (size_t b = 0; b < sizeof un / sizeof un[0]; b++)
+      for (size_t c = 0; c < sizeof ud / sizeof ud[0]; c++, cases += 2) {
+        upto_case(um[a], un[b], ud[c], ud[(c + 1) % 5], 1);
+        upto_case(um[a], un[b], ud[c], ud[(c + 2) % 5], 0);
+      }
   for (int s = 0; s < nsets; s++)
     printf("%-16s tested (vector %u bits, exp %s, %.2f ULP)\n", sets[s]->name,
            sets[s]->vector_bits, sets[s]->exp_impl, sets[s]->exp_ulps);
   printf("%ld score, wsum and softmax cases; score_mod: %ld kernel runs "
-         "(distinct functions)\n",
-         cases, score_mod_checked);
+         "(distinct functions); upto: %ld rows\n",
+         cases, score_mod_checked, upto_checked);
   for (int i = 0; i < NPOOL; i++)
     g_free(&pool[i]);
   return t_finish("test_kernels");

@@ -73,6 +73,7 @@
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/unroll.h"
+#include "kernels/upto.h"
 
 enum { MR = SA_PANEL_MR, NR = SA_PANEL_NR, KC = SA_AVX2_KC };
 enum { DOTS_M = SA_AVX2_DOTS_M, DN = SA_AVX2_DN_WIDE };
@@ -99,9 +100,11 @@ static void pack_panel(const float *k, size_t ldk, size_t nk, size_t kc,
               panel + p * NR + g);
 }
 
+/* ends (if any): row i needs keys [0, ends[i]) only; a tile of rows none of
+ * which needs the panel's keys is skipped, its scores left unwritten. */
 static void score_packed(size_t m, size_t n, size_t d, const float *q,
                          size_t ldq, const float *k, size_t ldk, float scale,
-                         float *s, size_t lds) {
+                         float *s, size_t lds, const size_t *ends) {
   _Alignas(32) float panel[KC * NR];
   const size_t chunks =
       (m + MR - 1) / MR * ((d + SA_SPREAD_STEPS - 1) / SA_SPREAD_STEPS);
@@ -118,9 +121,12 @@ static void score_packed(size_t m, size_t n, size_t d, const float *q,
       for (size_t i0 = 0; i0 < m; i0 += MR) {
         const float *qi = q + i0 * ldq + p0;
         float *si = s + i0 * lds + j0;
+        size_t mr = m - i0 < MR ? m - i0 : MR;
+        if (ends && j0 >= sa_ends_most(ends + i0, mr))
+          continue;
 #define TILE(r)                                                                \
   sa_panel_tile(r, kc, qi, ldq, panel, si, lds, nk, first, last, scale, &pf)
-        SA_UNROLL_1_6(m - i0 < MR ? m - i0 : MR, TILE);
+        SA_UNROLL_1_6(mr, TILE);
 #undef TILE
       }
       p0 += kc;
@@ -292,5 +298,18 @@ void sa_score__avx2(size_t m, size_t n, size_t d, const float *q, size_t ldq,
   else if (m <= DOTS_M)
     (ldk == d ? dots_range : dots_rows)(m, n, d, q, ldq, k, ldk, scale, s, lds);
   else
-    score_packed(m, n, d, q, ldq, k, ldk, scale, s, lds);
+    score_packed(m, n, d, q, ldq, k, ldk, scale, s, lds, NULL);
+}
+
+/* Rows that see keys [0, ends[i]) (the causal diagonal): the GEMM way skips
+ * the tiles past every row of theirs; the dot products, for few rows, take
+ * all keys up to the last end, as the contract allows. */
+void sa_score_upto__avx2(size_t m, size_t n, size_t d, const float *q,
+                         size_t ldq, const float *k, size_t ldk, float scale,
+                         float *s, size_t lds, const size_t *ends) {
+  n = sa_ends_clip(ends, m, n);
+  if (m <= DOTS_M)
+    sa_score__avx2(m, n, d, q, ldq, k, ldk, scale, s, lds);
+  else
+    score_packed(m, n, d, q, ldq, k, ldk, scale, s, lds, ends);
 }

@@ -60,6 +60,7 @@
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/unroll.h"
+#include "kernels/upto.h"
 
 enum {
   MR = SA_AVX2_WSUM_MR,
@@ -222,6 +223,20 @@ static void group(size_t mr, size_t n, size_t cw, const float *p, size_t ldp,
   } while (j0 < n);
 }
 
+/* The register tiles' way: rows in blocks of MR, each block's keys up to
+ * its rows' last end (ends NULL: all n). */
+static void rows_upto(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
+                      const float *v, size_t ldv, const float *beta, float *o,
+                      size_t ldo, const size_t *ends) {
+  for (size_t i0 = 0; i0 < m; i0 += MR) {
+    size_t mr = m - i0 < MR ? m - i0 : MR;
+    size_t nb = ends ? sa_ends_clip(ends + i0, mr, n) : n;
+    for (size_t g0 = 0; g0 < dv; g0 += CG)
+      group(mr, nb, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp, v + g0, ldv,
+            beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo, i0 == 0);
+  }
+}
+
 void sa_wsum__avx2(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                    const float *v, size_t ldv, const float *beta, float *o,
                    size_t ldo) {
@@ -230,10 +245,19 @@ void sa_wsum__avx2(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
                     ldv * sizeof(float), NULL, beta, o, ldo);
     return;
   }
-  for (size_t i0 = 0; i0 < m; i0 += MR) {
-    size_t mr = m - i0 < MR ? m - i0 : MR;
-    for (size_t g0 = 0; g0 < dv; g0 += CG)
-      group(mr, n, dv - g0 < CG ? dv - g0 : CG, p + i0 * ldp, ldp, v + g0, ldv,
-            beta ? beta + i0 : NULL, o + i0 * ldo + g0, ldo, i0 == 0);
-  }
+  rows_upto(m, n, dv, p, ldp, v, ldv, beta, o, ldo, NULL);
+}
+
+/* Rows that see keys [0, ends[i]) (the causal diagonal): each row block's
+ * keys stop at its last end. A call the streams would take runs them over
+ * all n keys, zeros included: a shorter call could fall to the tiles,
+ * whose sums are rounded otherwise. */
+void sa_wsum_upto__avx2(size_t m, size_t n, size_t dv, const float *p,
+                        size_t ldp, const float *v, size_t ldv,
+                        const float *beta, float *o, size_t ldo,
+                        const size_t *ends) {
+  if (sa_wsum_streams_take(m, n))
+    sa_wsum__avx2(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+  else
+    rows_upto(m, n, dv, p, ldp, v, ldv, beta, o, ldo, ends);
 }

@@ -70,6 +70,7 @@
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "kernels/unroll.h"
+#include "kernels/upto.h"
 
 enum {
   MR = SA_AVX512_WSUM_MR,
@@ -194,12 +195,15 @@ AI void sub_group(size_t rb, size_t nv, size_t mr, size_t n, size_t cw,
 
 /* Rows in blocks of rb, nv vectors a column block (both constants), all n
  * keys a column block or (sub) in sub-blocks of KB keys; the first block
- * prefetches V unless told not to (V in cache). */
+ * prefetches V unless told not to (V in cache). ends (if any): a block's
+ * keys stop at its rows' last end (kernels/upto.h). */
 AI void wsum(size_t rb, size_t nv, int pf, int sub, size_t m, size_t n,
              size_t dv, const float *p, size_t ldp, const float *v, size_t ldv,
-             const float *beta, float *o, size_t ldo) {
+             const float *beta, float *o, size_t ldo, const size_t *ends) {
+  const size_t all = n;
   for (size_t i0 = 0; i0 < m; i0 += rb) {
     size_t mr = m - i0 < rb ? m - i0 : rb;
+    n = ends ? sa_ends_clip(ends + i0, mr, all) : all;
     for (size_t g0 = 0; g0 < dv; g0 += CG) {
       size_t cw = dv - g0 < CG ? dv - g0 : CG;
       const float *bi = beta ? beta + i0 : NULL;
@@ -221,7 +225,7 @@ AI void wsum(size_t rb, size_t nv, int pf, int sub, size_t m, size_t n,
   static __attribute__((noinline)) void name(                                  \
       size_t m, size_t n, size_t dv, const float *p, size_t ldp,               \
       const float *v, size_t ldv, const float *beta, float *o, size_t ldo) {   \
-    wsum(rb, nv, 1, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo);                \
+    wsum(rb, nv, 1, 1, m, n, dv, p, ldp, v, ldv, beta, o, ldo, NULL);          \
   }
 SUB_BLOCKS(sub_blocks_4x4, SA_AVX512_WSUM_M4, SA_AVX512_WSUM_NV4)
 SUB_BLOCKS(sub_blocks_mr, MR, SA_AVX512_WSUM_NV)
@@ -319,7 +323,8 @@ lead(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
 static __attribute__((noinline)) void
 reuse(size_t m, size_t n, size_t dv, const float *p, size_t ldp, const float *v,
       size_t ldv, const float *beta, float *o, size_t ldo) {
-  wsum(MR, SA_AVX512_WSUM_NV, 0, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+  wsum(MR, SA_AVX512_WSUM_NV, 0, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo,
+       NULL);
 }
 
 void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
@@ -335,5 +340,22 @@ void sa_wsum__avx512(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
     reuse(m - LEAD, n, dv, p + LEAD * ldp, ldp, v, ldv,
           beta ? beta + LEAD : NULL, o + LEAD * ldo, ldo);
   } else
-    wsum(MR, SA_AVX512_WSUM_NV, 1, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+    wsum(MR, SA_AVX512_WSUM_NV, 1, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo,
+         NULL);
+}
+
+/* Rows that see keys [0, ends[i]) (the causal diagonal): with prefill's
+ * rows, each row block's keys stop at its last end; fewer rows take wsum's
+ * ways over all keys up to the last end, the zeros past a row's end
+ * included. */
+void sa_wsum_upto__avx512(size_t m, size_t n, size_t dv, const float *p,
+                          size_t ldp, const float *v, size_t ldv,
+                          const float *beta, float *o, size_t ldo,
+                          const size_t *ends) {
+  n = sa_ends_clip(ends, m, n);
+  if (m <= LEAD_M)
+    sa_wsum__avx512(m, n, dv, p, ldp, v, ldv, beta, o, ldo);
+  else
+    wsum(MR, SA_AVX512_WSUM_NV, 1, 0, m, n, dv, p, ldp, v, ldv, beta, o, ldo,
+         ends);
 }

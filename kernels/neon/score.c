@@ -18,7 +18,9 @@
  * multiply-add), which is within the d*eps*sum|qk| tolerance.
  */
 #include "kernels/kernels.h"
+#include "kernels/neon/tiles.h"
 #include "kernels/neon/util.h"
+#include "kernels/upto.h"
 
 /* MR rows x NR keys, both compile-time constants at every call site, so the
  * loops unroll and the accumulators live in registers. */
@@ -74,4 +76,17 @@ void sa_score__neon(size_t m, size_t n, size_t d, const float *q, size_t ldq,
              s + (i)*lds + (j), lds)
   SA_NEON_SCORE_WALK(m, n, TILE);
 #undef TILE
+}
+
+/* Rows that see keys [0, ends[i]) (the causal diagonal): each block of
+ * rows up to its last end. Every score is its own tile's dot product, so
+ * the walk's split of keys changes none of them. */
+void sa_score_upto__neon(size_t m, size_t n, size_t d, const float *q,
+                         size_t ldq, const float *k, size_t ldk, float scale,
+                         float *s, size_t lds, const size_t *ends) {
+  for (size_t i = 0; i < m; i += SA_NEON_MR) {
+    size_t mr = m - i < SA_NEON_MR ? m - i : SA_NEON_MR;
+    sa_score__neon(mr, sa_ends_clip(ends + i, mr, n), d, q + i * ldq, ldq, k,
+                   ldk, scale, s + i * lds, lds);
+  }
 }

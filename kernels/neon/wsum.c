@@ -16,7 +16,9 @@
  * leftover rows one at a time through the same tile with 1 row.
  */
 #include "kernels/kernels.h"
+#include "kernels/neon/tiles.h"
 #include "kernels/neon/util.h"
+#include "kernels/upto.h"
 
 /* One V row's NV vectors (the last one partial when rc < 4). */
 SA_NEON_INLINE void load_v(float32x4_t *dst, size_t NV, size_t rc,
@@ -110,4 +112,17 @@ void sa_wsum__neon(size_t m, size_t n, size_t dv, const float *p, size_t ldp,
   for (; i < m; i++)
     wsum_rows(1, n, dv, p + i * ldp, ldp, v, ldv, beta ? beta + i : NULL,
               o + i * ldo, ldo);
+}
+
+/* Rows that see keys [0, ends[i]) (the causal diagonal): each block of
+ * rows up to its last end; a lane sums its keys in order either way. */
+void sa_wsum_upto__neon(size_t m, size_t n, size_t dv, const float *p,
+                        size_t ldp, const float *v, size_t ldv,
+                        const float *beta, float *o, size_t ldo,
+                        const size_t *ends) {
+  for (size_t i = 0; i < m; i += SA_NEON_WSUM_MR) {
+    size_t mr = m - i < SA_NEON_WSUM_MR ? m - i : SA_NEON_WSUM_MR;
+    sa_wsum__neon(mr, sa_ends_clip(ends + i, mr, n), dv, p + i * ldp, ldp, v,
+                  ldv, beta ? beta + i : NULL, o + i * ldo, ldo);
+  }
 }

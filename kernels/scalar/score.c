@@ -49,6 +49,13 @@
         score_typed##variant, SA_Q8_0)                                         \
   SA_DECLARE_SCORE_ROWS(sa_score_rows__scalar##variant) {                      \
     score_typed##variant(t, m, n, d, q, ldq, NULL, 0, k, scale, s, lds);       \
+  }                                                                            \
+  /* each row up to its own end */                                             \
+  SA_DECLARE_SCORE_UPTO(sa_score_upto__scalar##variant) {                      \
+    for (size_t i = 0; i < m; i++)                                             \
+      score_typed##variant(SA_F32, 1, ends[i] < n ? ends[i] : n, d,            \
+                           q + i * ldq, ldq, k, ldk, NULL, scale, s + i * lds, \
+                           lds);                                               \
   }
 
 SCALAR_SCORE(, float)

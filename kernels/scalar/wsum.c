@@ -47,6 +47,13 @@
         SA_Q8_0)                                                               \
   SA_DECLARE_WSUM_ROWS(sa_wsum_rows__scalar##variant) {                        \
     wsum_typed##variant(t, m, n, dv, p, ldp, NULL, 0, v, beta, o, ldo);        \
+  }                                                                            \
+  /* each row up to its own end: the zeros past it are left out */             \
+  SA_DECLARE_WSUM_UPTO(sa_wsum_upto__scalar##variant) {                        \
+    for (size_t i = 0; i < m; i++)                                             \
+      wsum_typed##variant(SA_F32, 1, ends[i] < n ? ends[i] : n, dv,            \
+                          p + i * ldp, ldp, v, ldv, NULL,                      \
+                          beta ? beta + i : NULL, o + i * ldo, ldo);           \
   }
 
 SCALAR_WSUM(, float)
