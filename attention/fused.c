@@ -170,12 +170,7 @@ static void diagonal(const sa_kernel_set *ks, const sa_plan *p,
  * rows rather than once a group. Each row's scores, score_mod steps, online
  * step and sums are those of the whole block, less terms whose weights
  * were 0: the output is bit for bit that of the whole block at once (and
- * of the groups). f32 K and V with f32 scores from Q. */
-static int upto_fits(const sa_kernel_set *ks, const sa_plan *p) {
-  return ks->score_upto && ks->wsum_upto && !p->q_direct &&
-         p->k_type == SA_F32 && p->v_type == SA_F32;
-}
-
+ * of the groups). f32 K and V with f32 scores from Q (sa_upto_fits). */
 static void upto(const sa_kernel_set *ks, const sa_plan *p, const sa_tile_io *t,
                  sa_scratch *ws, sa_rows *r, size_t j0, int left, const void *q,
                  size_t ldq, const void *kb, size_t ldk, const void *vb,
@@ -264,7 +259,7 @@ void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
     const void *kb, *vb;
     size_t ldk, ldv;
     keys_at(p, t, ws, in_place, j0, nb, &kb, &ldk, &vb, &ldv);
-    if (partial && upto_fits(ks, p)) {
+    if (partial && sa_upto_fits(ks, p)) {
       upto(ks, p, t, ws, &r, j0, left, q, ldq, kb, ldk, vb, ldv, s, first);
       first = 0;
       continue;

@@ -358,6 +358,13 @@ static inline void sa_wsum_any(const sa_kernel_set *ks, const sa_plan *p,
     ks->wsum_t[p->v_type](m, n, p->dim_v, s, p->lds, v, ldv, beta, o, ldo);
 }
 
+/* The set's score_upto and wsum_upto can take the plan's rows (a block
+ * they see to different depths): f32 K and V, Q not bf16-direct. */
+static inline int sa_upto_fits(const sa_kernel_set *ks, const sa_plan *p) {
+  return ks->score_upto && ks->wsum_upto && !p->q_direct &&
+         p->k_type == SA_F32 && p->v_type == SA_F32;
+}
+
 void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
                         const sa_tile_io *t, sa_scratch *ws);
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,
