@@ -121,8 +121,8 @@ static int rows_listed(const sa_kernel_set *ks, const sa_plan *p) {
 }
 
 /* A block whose rows see keys [0, hib[i]) of it, hib not all equal (the
- * causal diagonal: each row one key further than the row before), that
- * the upto kernels cannot take (below), in groups of SA_DIAG_ROWS rows, each
+ * causal diagonal: each row one key further than the row before), whose
+ * scores score_upto cannot take (below), in groups of SA_DIAG_ROWS rows, each
  * group's three kernels only over the keys its rows see. The last group takes
  * what is left, up to twice that: with more than 32 rows in every group, score
  * and wsum take the ways they take for the whole tile, so the output is bit for
@@ -162,15 +162,18 @@ static void diagonal(const sa_kernel_set *ks, const sa_plan *p,
 }
 
 /* A block that the tile's rows see to different depths (the causal
- * diagonal, under a softcap, ALiBi, a mask or a window too) through the
- * set's score_upto and wsum_upto, every row at once: a register tile is
- * skipped where all its rows have ended, so the triangle costs what the
- * tiles straddling it compute (8 rows by 32 keys on avx512) rather than
- * the last 64 keys of a 64-row group, and Kᵀ is packed once for the tile's
- * rows rather than once a group. Each row's scores, score_mod steps, online
- * step and sums are those of the whole block, less terms whose weights
- * were 0: the output is bit for bit that of the whole block at once (and
- * of the groups). f32 K and V with f32 scores from Q (sa_upto_fits). */
+ * diagonal, under a softcap, ALiBi, a mask or a window too), its scores
+ * through the set's score_upto for every row at once: a register tile is
+ * skipped where all its rows have ended, and Kᵀ is packed once for the
+ * tile's rows rather than once a group. The value sums stay the driver's
+ * to cut: with 2 SA_DIAG_ROWS rows or more in groups of SA_DIAG_ROWS (as
+ * `diagonal`), else the whole tile, each over the keys its last row sees.
+ * Which terms a row adds decides which non-finite V rows past its end
+ * poison it (a 0 weight times Inf), so that cut must be the same in every
+ * set, not each set's register tile (wsum_upto's). Each row's scores,
+ * score_mod steps, online step and sums are those of the whole block, less
+ * terms whose weights were 0: bit for bit the whole block's result where V
+ * is finite. f32 K with f32 scores from Q (sa_upto_fits). */
 static void upto(const sa_kernel_set *ks, const sa_plan *p, const sa_tile_io *t,
                  sa_scratch *ws, sa_rows *r, size_t j0, int left, const void *q,
                  size_t ldq, const void *kb, size_t ldk, const void *vb,
@@ -184,8 +187,15 @@ static void upto(const sa_kernel_set *ks, const sa_plan *p, const sa_tile_io *t,
                  r->hib);
   sa_rows_mods(ks, p, t, ws, r, j0, n, left);
   online(t->m, n, s, p->lds, r->hib, r->mx, r->l, r->alpha);
-  ks->wsum_upto(t->m, n, p->dim_v, s, p->lds, vb, ldv, first ? NULL : r->alpha,
-                t->o, t->ldo, r->hib);
+  const size_t g = t->m >= 2 * SA_DIAG_ROWS ? SA_DIAG_ROWS : t->m;
+  for (size_t i0 = 0, mg; i0 < t->m; i0 += mg) {
+    size_t ng = 0;
+    mg = t->m - i0 < 2 * g ? t->m - i0 : g;
+    for (size_t i = i0; i < i0 + mg; i++)
+      ng = r->hib[i] > ng ? r->hib[i] : ng;
+    sa_wsum_any(ks, p, mg, ng, s + i0 * p->lds, vb, ldv,
+                first ? NULL : r->alpha + i0, t->o + i0 * t->ldo, t->ldo);
+  }
 }
 
 void sa_tile_fused(const sa_kernel_set *ks, const sa_plan *p,

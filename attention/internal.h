@@ -36,10 +36,10 @@
 #define SA_GROUP_ROWS 32
 #define SA_GROUP_BLOCK_KV 512
 /* A key block that the tile's last rows see further into than its first
- * (the causal diagonal), where the set's score_upto and wsum_upto cannot
- * take it (narrow K or V, bf16 Q read directly), is taken SA_DIAG_ROWS
- * rows at a time, each group
- * only as far as its own rows see (attention/fused.c). More rows than an
+ * (the causal diagonal) has its value sums taken SA_DIAG_ROWS rows at a
+ * time, and its scores too where the set's score_upto cannot take them
+ * (narrow K, bf16 Q read directly), each group only as far as its own
+ * rows see (attention/fused.c). More rows than an
  * MQA group (SA_GROUP_ROWS), the most rows any set's score or wsum treats
  * as a few: a group then takes the kernels' ways of the whole tile. */
 #define SA_DIAG_ROWS 64
@@ -358,11 +358,10 @@ static inline void sa_wsum_any(const sa_kernel_set *ks, const sa_plan *p,
     ks->wsum_t[p->v_type](m, n, p->dim_v, s, p->lds, v, ldv, beta, o, ldo);
 }
 
-/* The set's score_upto and wsum_upto can take the plan's rows (a block
- * they see to different depths): f32 K and V, Q not bf16-direct. */
+/* The set's score_upto can take the plan's rows (a block they see to
+ * different depths): f32 K, Q not bf16-direct. */
 static inline int sa_upto_fits(const sa_kernel_set *ks, const sa_plan *p) {
-  return ks->score_upto && ks->wsum_upto && !p->q_direct &&
-         p->k_type == SA_F32 && p->v_type == SA_F32;
+  return ks->score_upto && !p->q_direct && p->k_type == SA_F32;
 }
 
 void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,

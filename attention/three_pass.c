@@ -25,8 +25,8 @@ void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
     const void *k = sa_at(t->k, r.jlo * p->k.seq, p->unit[1]);
     const void *v = sa_at(t->v, r.jlo * p->v.seq, p->unit[2]);
     /* rows that see the keys to different depths (the causal diagonal):
-     * the upto kernels skip the register tiles past every row's end, bit
-     * for bit the whole block's result (fused.c, upto) */
+     * score_upto skips the register tiles past every row's end, bit for
+     * bit the whole block's scores (fused.c, upto) */
     const int upto = partial && sa_upto_fits(ks, p);
     if (upto)
       ks->score_upto(t->m, nv, p->dim_qk, t->q, t->ldq, k, p->k.seq, r.scale, s,
@@ -39,11 +39,7 @@ void sa_tile_three_pass(const sa_kernel_set *ks, const sa_plan *p,
       ks->softmax_online(t->m, nv, s, p->lds, len, r.mx, r.l, r.alpha);
     else
       ks->softmax(t->m, nv, s, p->lds, len);
-    if (upto)
-      ks->wsum_upto(t->m, nv, p->dim_v, s, p->lds, v, p->v.seq, NULL, t->o,
-                    t->ldo, r.hib);
-    else
-      sa_wsum_any(ks, p, t->m, nv, s, v, p->v.seq, NULL, t->o, t->ldo);
+    sa_wsum_any(ks, p, t->m, nv, s, v, p->v.seq, NULL, t->o, t->ldo);
   }
   if (p->online) {
     sa_rows_finish(p, t, &r);

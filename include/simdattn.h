@@ -387,10 +387,11 @@ typedef struct sa_kernel_set {
    * every set fills it, its exp2 within exp_ulps as its exp is. */
   sa_softmax_online_fn softmax_online2;
   /* --- 0.13 */
-  /* score and wsum over rows with their own ends (above), which the fused
-   * driver runs on the causal diagonal's key block: a register tile is
-   * skipped where every row of it has ended. NULL in a set without them,
-   * where the driver takes that block 64 rows at a time. */
+  /* score and wsum over rows with their own ends (above): a register tile
+   * is skipped where every row of it has ended. The drivers run score_upto
+   * on the causal diagonal's key block (NULL in a set without it: that
+   * block's scores then go 64 rows at a time); wsum_upto is for callers of
+   * the kernels, since which zero terms it adds is the set's own. */
   sa_score_upto_fn score_upto;
   sa_wsum_upto_fn wsum_upto;
 } sa_kernel_set;
