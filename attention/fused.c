@@ -120,6 +120,14 @@ static int rows_listed(const sa_kernel_set *ks, const sa_plan *p) {
   return rows_decodable(ks, p) && p->list_keys;
 }
 
+/* The most keys of the block any of rows [i0, i0 + mg) sees. */
+static size_t rows_see(const sa_rows *r, size_t i0, size_t mg) {
+  size_t most = 0;
+  for (size_t i = i0; i < i0 + mg; i++)
+    most = r->hib[i] > most ? r->hib[i] : most;
+  return most;
+}
+
 /* A block whose rows see keys [0, hib[i]) of it, hib not all equal (the
  * causal diagonal: each row one key further than the row before), whose
  * scores score_upto cannot take (below), in groups of SA_DIAG_ROWS rows, each
@@ -142,10 +150,8 @@ static void diagonal(const sa_kernel_set *ks, const sa_plan *p,
   /* Q is f32 here unless bf16 rows go to score_bf16 as they are */
   const size_t qu = p->q_direct ? p->unit[0] : sizeof(float);
   for (size_t i0 = 0, mg; i0 < t->m; i0 += mg) {
-    size_t ng = 0;
     mg = t->m - i0 < 2 * SA_DIAG_ROWS ? t->m - i0 : SA_DIAG_ROWS;
-    for (size_t i = i0; i < i0 + mg; i++)
-      ng = r->hib[i] > ng ? r->hib[i] : ng;
+    const size_t ng = rows_see(r, i0, mg);
     float *o = t->o + i0 * t->ldo, *si = s + i0 * p->lds;
     if (!ng) {
       for (size_t i = 0; first && i < mg; i++)
@@ -180,20 +186,15 @@ static void upto(const sa_kernel_set *ks, const sa_plan *p, const sa_tile_io *t,
                  size_t ldv, float *s, int first) {
   const sa_softmax_online_fn online =
       r->log2 ? ks->softmax_online2 : ks->softmax_online;
-  size_t n = 0;
-  for (size_t i = 0; i < t->m; i++)
-    n = r->hib[i] > n ? r->hib[i] : n;
+  const size_t n = rows_see(r, 0, t->m);
   ks->score_upto(t->m, n, p->dim_qk, q, ldq, kb, ldk, r->scale, s, p->lds,
                  r->hib);
   sa_rows_mods(ks, p, t, ws, r, j0, n, left);
   online(t->m, n, s, p->lds, r->hib, r->mx, r->l, r->alpha);
   const size_t g = t->m >= 2 * SA_DIAG_ROWS ? SA_DIAG_ROWS : t->m;
   for (size_t i0 = 0, mg; i0 < t->m; i0 += mg) {
-    size_t ng = 0;
     mg = t->m - i0 < 2 * g ? t->m - i0 : g;
-    for (size_t i = i0; i < i0 + mg; i++)
-      ng = r->hib[i] > ng ? r->hib[i] : ng;
-    sa_wsum_any(ks, p, mg, ng, s + i0 * p->lds, vb, ldv,
+    sa_wsum_any(ks, p, mg, rows_see(r, i0, mg), s + i0 * p->lds, vb, ldv,
                 first ? NULL : r->alpha + i0, t->o + i0 * t->ldo, t->ldo);
   }
 }
